@@ -1,0 +1,7 @@
+package retry
+
+// limiterConfig is the RateLimiter's configuration (stub: replaced by the
+// rate limiter implementation).
+type limiterConfig struct {
+	clock Clock
+}
