@@ -1,0 +1,344 @@
+// Package retry retries failed calls the way the AWS SDKs and the Smithy
+// retry design do: it retries only errors that are safe to retry, waits an
+// exponential backoff with jitter between attempts, and pays for every
+// retry from a shared retry quota, so that when a service fails broadly
+// its clients stop retrying instead of turning the outage into a retry
+// storm.
+//
+// A [RetryStrategy] decides. Before the first attempt it issues a
+// [RetryToken]; after each failure it classifies the error (see [Classify])
+// and either refreshes the token, which says how long to wait before the
+// next attempt, or refuses with the reason; after a success it records
+// the outcome. [Do] and [Run] drive any strategy around a function;
+// [Transport] drives one around HTTP requests.
+//
+// [NewStandard] builds the standard mode: at most 3 attempts by default,
+// [ExponentialBackoff], and a [TokenBucket] retry quota per scope.
+// [NewAdaptive] adds a client-side [RateLimiter] that slows sending after
+// throttling and recovers along a CUBIC curve.
+//
+// Strategies, buckets, backoffs and limiters are safe for concurrent use
+// and meant to be shared: all per-call state lives in the tokens. They read
+// time only through a [Clock], so tests and simulations can run them on
+// virtual time.
+package retry
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Error is the error Do and Run return when they give up. It wraps both
+// the last attempt's error and the reason for giving up, so errors.Is and
+// errors.As reach either:
+//
+//	errors.Is(err, lastErr)                // the attempt's own error
+//	errors.Is(err, retry.ErrMaxAttemptsExceeded)
+//	errors.Is(err, context.DeadlineExceeded) // the caller's context ended
+type Error struct {
+	// Attempts is the number of attempts made; 0 if none was.
+	Attempts int
+	// Err is the last attempt's error, or nil if no attempt was made.
+	Err error
+	// Reason says why no further attempt was made. It wraps
+	// ErrNotRetryable, ErrMaxAttemptsExceeded, ErrRetryQuotaExceeded,
+	// ErrRateLimited, ErrDeadlineTooSoon, ErrInvalidConfig, the context's
+	// error, or whatever error the strategy gave.
+	Reason error
+}
+
+// Error describes the reason, the number of attempts and the last error.
+func (e *Error) Error() string {
+	switch {
+	case e.Err == nil:
+		return fmt.Sprintf("%v (no attempt made)", e.Reason)
+	case e.Attempts == 1:
+		return fmt.Sprintf("%v (after 1 attempt): %v", e.Reason, e.Err)
+	}
+	return fmt.Sprintf("%v (after %d attempts): %v", e.Reason, e.Attempts, e.Err)
+}
+
+// Unwrap returns the reason and the last attempt's error.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Reason}
+	}
+	return []error{e.Reason, e.Err}
+}
+
+// A DoOption configures one call of Do or Run. DoOptions are small values:
+// passing them costs no allocation.
+type DoOption struct {
+	kind     doOptionKind
+	strategy RetryStrategy
+	scope    string
+	timeout  time.Duration
+}
+
+type doOptionKind uint8
+
+const (
+	doStrategy doOptionKind = iota + 1
+	doScope
+	doAttemptTimeout
+)
+
+// WithStrategy sets the strategy that decides on retries (default: the
+// process-wide DefaultStrategy). Valid: non-nil.
+func WithStrategy(s RetryStrategy) DoOption {
+	return DoOption{kind: doStrategy, strategy: s}
+}
+
+// WithScope sets the scope the strategy keeps quota and rate state for,
+// such as one per endpoint (default "").
+func WithScope(scope string) DoOption {
+	return DoOption{kind: doScope, scope: scope}
+}
+
+// WithAttemptTimeout bounds each attempt: fn gets a context that ends after
+// d, and an attempt that fails once its own deadline passed is marked with
+// TimedOut, so it is retried as a timeout. The caller's context still
+// bounds the whole call. Valid: > 0.
+func WithAttemptTimeout(d time.Duration) DoOption {
+	return DoOption{kind: doAttemptTimeout, timeout: d}
+}
+
+type doConfig struct {
+	strategy RetryStrategy
+	scope    string
+	timeout  time.Duration
+	err      error
+}
+
+// apply sets cfg from opts. A bad option leaves cfg.err set.
+func (cfg *doConfig) apply(opts []DoOption) {
+	for _, o := range opts {
+		switch {
+		case o.kind == doStrategy && o.strategy != nil:
+			cfg.strategy = o.strategy
+		case o.kind == doScope:
+			cfg.scope = o.scope
+		case o.kind == doAttemptTimeout && o.timeout > 0:
+			cfg.timeout = o.timeout
+		default:
+			cfg.err = badDoOption(o)
+			return
+		}
+	}
+}
+
+// badDoOption describes what is wrong with o.
+func badDoOption(o DoOption) error {
+	switch o.kind {
+	case doStrategy:
+		return configError("WithStrategy", "nil", "a non-nil RetryStrategy")
+	case doAttemptTimeout:
+		return configError("WithAttemptTimeout", o.timeout, "> 0")
+	}
+	return configError("DoOption", "the zero DoOption", "an option made by a With function")
+}
+
+// DefaultStrategy returns the strategy Do, Run and Transport use when none
+// is given: a Standard with default settings, shared by the whole process, so its retry quota is shared too. Give a
+// strategy of your own to separate quotas or change settings.
+func DefaultStrategy() *Standard { return defaultStrategy }
+
+var defaultStrategy = func() *Standard {
+	s, err := NewStandard()
+	if err != nil {
+		panic("retry: default strategy: " + err.Error()) // unreachable: the defaults are valid
+	}
+	return s
+}()
+
+// Run calls fn until it succeeds or the strategy gives up, as Do does.
+func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) error {
+	_, err := Do(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	}, opts...)
+	return err
+}
+
+// Do calls fn until it succeeds or the strategy gives up, and returns fn's
+// value. It
+//
+//   - returns at once if ctx is already done, without calling fn;
+//   - asks the strategy for an initial token; if it refuses, fn is called
+//     once and not retried;
+//   - waits each token's delay, unless ctx ends first; if ctx has a
+//     deadline that would pass before the next attempt could start, it
+//     stops at once with ErrDeadlineTooSoon instead of waiting in vain;
+//   - after a success, records it with the strategy and returns the value;
+//   - after a failure, asks the strategy for the next token, and gives up
+//     when it refuses or when ctx has ended.
+//
+// When Do gives up, its error is an *Error that wraps both the reason and
+// the last attempt's error. Panics in fn propagate; Do leaves no goroutine
+// or timer behind. A token it abandons (ctx ended during the wait) goes
+// back to a strategy that implements TokenReleaser.
+//
+// With a Standard or Adaptive strategy, a call that succeeds at once
+// allocates nothing.
+func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ...DoOption) (T, error) {
+	var zero T
+	var cfg doConfig
+	cfg.apply(opts)
+	if cfg.err != nil {
+		return zero, &Error{Reason: cfg.err}
+	}
+	if ctx.Err() != nil {
+		return zero, &Error{Reason: contextReason(ctx)}
+	}
+	if cfg.strategy == nil {
+		cfg.strategy = DefaultStrategy()
+	}
+
+	var c cursor
+	c.init(cfg.strategy)
+	tokenErr := c.acquire(cfg.scope)
+	attempts := 0
+	for {
+		if tokenErr == nil {
+			if d := c.delay(); d > 0 {
+				if reason := wait(ctx, d); reason != nil {
+					c.abandon()
+					return zero, &Error{Attempts: attempts, Err: c.lastErr, Reason: reason}
+				}
+			}
+		}
+		attempts++
+		var v T
+		var err error
+		if cfg.timeout > 0 {
+			v, err = attempt(ctx, fn, cfg.timeout)
+		} else {
+			v, err = fn(ctx)
+		}
+		if err == nil {
+			if tokenErr == nil {
+				c.recordSuccess()
+			}
+			return v, nil
+		}
+		c.lastErr = err
+		switch {
+		case ctx.Err() != nil:
+			// The caller's context ended: never retry.
+			return zero, &Error{Attempts: attempts, Err: err, Reason: contextReason(ctx)}
+		case tokenErr != nil:
+			return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
+		}
+		if reason := c.refresh(err); reason != nil {
+			return zero, &Error{Attempts: attempts, Err: err, Reason: reason}
+		}
+	}
+}
+
+// attempt calls fn once, bounded by timeout.
+func attempt[T any](ctx context.Context, fn func(context.Context) (T, error), timeout time.Duration) (T, error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := fn(actx)
+	if err != nil && actx.Err() != nil && ctx.Err() == nil {
+		err = TimedOut(err)
+	}
+	return v, err
+}
+
+// wait waits d, unless ctx ends first or its deadline leaves no time for
+// an attempt after d. It returns why it did not wait, or nil.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(deadline) {
+		return fmt.Errorf("%w (waiting %v): %w", ErrDeadlineTooSoon, d, context.DeadlineExceeded)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return contextReason(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// contextReason returns ctx's error, with its cause if that says more.
+func contextReason(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
+}
+
+// cursor holds the token of one Do call. For the strategies of this
+// package it keeps the token inline and calls the engine directly, so that
+// the token never escapes to the heap; for any other strategy it goes
+// through the RetryStrategy interface.
+type cursor struct {
+	e       *engine // non-nil for Standard and Adaptive
+	tok     token   // the current token, when e != nil
+	s       RetryStrategy
+	rt      RetryToken // the current token, when e == nil
+	lastErr error
+}
+
+func (c *cursor) init(s RetryStrategy) {
+	c.s = s
+	switch s := s.(type) {
+	case *Standard:
+		c.e = &s.e
+	}
+}
+
+func (c *cursor) acquire(scope string) error {
+	if c.e != nil {
+		return c.e.acquire(scope, &c.tok)
+	}
+	rt, err := c.s.AcquireInitialToken(scope)
+	if err == nil && rt == nil {
+		err = fmt.Errorf("%w: %T.AcquireInitialToken returned no token", ErrInvalidToken, c.s)
+	}
+	c.rt = rt
+	return err
+}
+
+func (c *cursor) delay() time.Duration {
+	if c.e != nil {
+		return c.tok.delay
+	}
+	return c.rt.Delay()
+}
+
+func (c *cursor) refresh(err error) error {
+	if c.e != nil {
+		return c.e.refresh(&c.tok, err)
+	}
+	rt, rerr := c.s.RefreshRetryToken(c.rt, err)
+	if rerr == nil && rt == nil {
+		rerr = fmt.Errorf("%w: %T.RefreshRetryToken returned no token", ErrInvalidToken, c.s)
+	}
+	c.rt = rt
+	return rerr
+}
+
+func (c *cursor) recordSuccess() {
+	if c.e != nil {
+		c.e.record(&c.tok)
+		return
+	}
+	_ = c.s.RecordSuccess(c.rt) // fn succeeded; a bookkeeping error changes nothing for the caller
+}
+
+func (c *cursor) abandon() {
+	if c.e != nil {
+		c.e.giveBack(&c.tok)
+		return
+	}
+	if r, ok := c.s.(TokenReleaser); ok {
+		_ = r.ReleaseToken(c.rt)
+	}
+}

@@ -1,0 +1,261 @@
+package retry
+
+import (
+	"container/list"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// A RetryStrategy decides whether, and when, a failed operation is tried
+// again. It issues a RetryToken for each attempt; all per-call state lives
+// in the tokens, so one strategy can serve any number of concurrent calls.
+// Do and Transport drive any RetryStrategy; a caller with its own loop uses
+// the three methods directly:
+//
+//	token, err := s.AcquireInitialToken(scope)
+//	// err != nil: make one attempt, without retries.
+//	for {
+//		// wait token.Delay(), then attempt
+//		if attemptErr == nil {
+//			s.RecordSuccess(token)
+//			break
+//		}
+//		if token, err = s.RefreshRetryToken(token, attemptErr); err != nil {
+//			break // err says why not
+//		}
+//	}
+type RetryStrategy interface {
+	// AcquireInitialToken returns the token for the first attempt. scope
+	// separates quota and rate state (one per endpoint, for example); ""
+	// is the default scope. An error here still allows exactly one
+	// attempt.
+	AcquireInitialToken(scope string) (RetryToken, error)
+	// RefreshRetryToken returns the token for the next attempt after the
+	// attempt admitted by token failed with err, or an error saying why
+	// there is none.
+	RefreshRetryToken(token RetryToken, err error) (RetryToken, error)
+	// RecordSuccess reports that the attempt admitted by token succeeded.
+	RecordSuccess(token RetryToken) error
+}
+
+// sendLimiter is the part of a client-side rate limiter the engine uses.
+type sendLimiter interface {
+	Acquire() (time.Duration, error)
+	Update(throttled bool)
+}
+
+// scopeState is the quota and rate state of one scope. Either may be nil:
+// no retry quota, or no rate limiting.
+type scopeState struct {
+	bucket  *TokenBucket
+	limiter sendLimiter
+}
+
+// engine is the retry logic that Standard and Adaptive share. It is
+// immutable after construction but for its scope cache, which has its own
+// lock.
+type engine struct {
+	maxAttempts     int
+	backoff         Backoff
+	throttleBackoff Backoff
+	classify        Classifier
+
+	def    scopeState // the default scope, "", and every scope when shared
+	scopes *scopeCache
+}
+
+// scope returns the state of the named scope, creating it if needed.
+func (e *engine) scope(name string) *scopeState {
+	if name == "" || e.scopes == nil {
+		return &e.def
+	}
+	return e.scopes.get(name)
+}
+
+// acquire fills t with the token for the first attempt.
+func (e *engine) acquire(scope string, t *token) error {
+	st := e.scope(scope)
+	*t = token{owner: e, scope: st}
+	if st.limiter != nil {
+		d, err := st.limiter.Acquire()
+		if err != nil {
+			return err
+		}
+		t.delay = d
+	}
+	if b := st.bucket; b != nil && b.cfg.initialTryCost > 0 {
+		w, err := b.Acquire(b.cfg.initialTryCost)
+		if err != nil {
+			return err
+		}
+		t.cost = b.cfg.initialTryCost
+		t.delay = max(t.delay, w)
+	}
+	return nil
+}
+
+// refresh turns t, whose attempt failed with err, into the token for the
+// next attempt. The checks come in the order the AWS SDKs make them:
+// retryable, attempts left, quota.
+func (e *engine) refresh(t *token, err error) error {
+	c := e.classify(err)
+	st := t.scope
+	if st.limiter != nil {
+		st.limiter.Update(c.Throttle)
+	}
+	if !c.Retryable() {
+		// The service answered, so a retry that got this far did not feed
+		// an outage: give back what it took instead of leaking it.
+		if t.retries > 0 {
+			e.giveBack(t)
+		}
+		return fmt.Errorf("%w (safety %v)", ErrNotRetryable, c.Safety)
+	}
+	attempts := t.retries + 1
+	if attempts >= e.maxAttempts {
+		return fmt.Errorf("%w (%d of %d)", ErrMaxAttemptsExceeded, attempts, e.maxAttempts)
+	}
+
+	n := t.retries + 1
+	b := e.backoff
+	if c.Throttle {
+		b = e.throttleBackoff
+	}
+	delay := max(b.Delay(n), 0, c.RetryAfter)
+
+	cost := 0
+	if st.bucket != nil {
+		cost = st.bucket.RetryCost(c)
+		w, err := st.bucket.Acquire(cost)
+		if err != nil {
+			return err
+		}
+		delay = max(delay, w)
+	}
+	if st.limiter != nil {
+		d, err := st.limiter.Acquire()
+		if err != nil {
+			if st.bucket != nil {
+				_ = st.bucket.Release(cost)
+			}
+			return err
+		}
+		delay = max(delay, d)
+	}
+	t.retries, t.delay, t.cost = n, delay, cost
+	return nil
+}
+
+// record reports the success of the attempt t admitted.
+func (e *engine) record(t *token) {
+	st := t.scope
+	if st.limiter != nil {
+		st.limiter.Update(false)
+	}
+	if st.bucket == nil {
+		return
+	}
+	if t.retries == 0 {
+		_ = st.bucket.Release(st.bucket.cfg.initialTrySuccessIncrement)
+	} else {
+		_ = st.bucket.Release(t.cost)
+	}
+}
+
+// giveBack returns the quota t took.
+func (e *engine) giveBack(t *token) {
+	if t.scope.bucket != nil {
+		_ = t.scope.bucket.Release(t.cost)
+	}
+}
+
+// The exported methods, shared by Standard and Adaptive.
+
+func (e *engine) acquireInitialToken(scope string) (RetryToken, error) {
+	t := new(token)
+	if err := e.acquire(scope, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (e *engine) refreshRetryToken(rt RetryToken, err error) (RetryToken, error) {
+	old, cerr := e.claim(rt)
+	if cerr != nil {
+		return nil, cerr
+	}
+	t := &token{owner: e, scope: old.scope, retries: old.retries, delay: old.delay, cost: old.cost}
+	if err := e.refresh(t, err); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (e *engine) recordSuccess(rt RetryToken) error {
+	t, err := e.claim(rt)
+	if err != nil {
+		return err
+	}
+	e.record(t)
+	return nil
+}
+
+func (e *engine) releaseToken(rt RetryToken) error {
+	t, err := e.claim(rt)
+	if err != nil {
+		return err
+	}
+	e.giveBack(t)
+	return nil
+}
+
+// DefaultMaxScopes is how many named scopes a strategy keeps state for by
+// default, as the Smithy Java client does.
+const DefaultMaxScopes = 128
+
+// scopeCache keeps the state of the most recently used named scopes. When
+// it is full, the least recently used scope is forgotten; if it is seen
+// again it starts afresh, with a full bucket and an idle limiter. The bound
+// keeps arbitrary scope strings from growing memory without limit.
+type scopeCache struct {
+	newState func() *scopeState
+	limit    int
+
+	mu  sync.Mutex
+	m   map[string]*list.Element // of *scopeEntry
+	lru list.List                // front: most recently used
+}
+
+type scopeEntry struct {
+	name  string
+	state *scopeState
+}
+
+func newScopeCache(limit int, newState func() *scopeState) *scopeCache {
+	return &scopeCache{newState: newState, limit: limit, m: make(map[string]*list.Element)}
+}
+
+func (c *scopeCache) get(name string) *scopeState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[name]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*scopeEntry).state
+	}
+	if c.lru.Len() >= c.limit {
+		oldest := c.lru.Back()
+		c.lru.Remove(oldest)
+		delete(c.m, oldest.Value.(*scopeEntry).name)
+	}
+	st := c.newState()
+	c.m[name] = c.lru.PushFront(&scopeEntry{name: name, state: st})
+	return st
+}
+
+// len returns how many named scopes are kept.
+func (c *scopeCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}

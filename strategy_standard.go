@@ -1,0 +1,234 @@
+package retry
+
+import "fmt"
+
+// DefaultMaxAttempts is the number of attempts, the first included, that a
+// strategy makes by default.
+const DefaultMaxAttempts = 3
+
+// Standard is the standard retry strategy of the AWS SDKs and the Smithy
+// design: it retries errors that are safe to retry, up to a maximum number
+// of attempts, waiting an exponential backoff with jitter between attempts
+// (at least as long as the service's retry-after hint), and pays for each
+// retry from a retry quota (a TokenBucket) so that a broad outage stops
+// retries instead of multiplying load.
+//
+// Each scope passed to AcquireInitialToken has its own bucket, made with
+// the strategy's token bucket options, unless WithRetryQuota shares one
+// bucket between all scopes (and strategies) or WithoutRetryQuota turns the
+// quota off. At most WithMaxScopes named scopes are kept (default
+// DefaultMaxScopes); the least recently used is forgotten beyond that.
+//
+// A Standard is safe for concurrent use by any number of goroutines.
+// Create one with NewStandard; the zero value is not usable.
+type Standard struct {
+	e engine
+}
+
+var (
+	_ RetryStrategy = (*Standard)(nil)
+	_ TokenReleaser = (*Standard)(nil)
+)
+
+// standardConfig is the configuration of Standard, and the shared part of
+// Adaptive's.
+type standardConfig struct {
+	clock           Clock
+	maxAttempts     int
+	backoff         Backoff
+	throttleBackoff Backoff // nil: same as backoff
+	classifier      Classifier
+	maxScopes       int
+
+	quota         *TokenBucket // shared by every scope
+	quotaSet      bool         // WithRetryQuota was given
+	noQuota       bool         // WithoutRetryQuota was given
+	bucket        bucketConfig // for the buckets the strategy makes
+	bucketOptions bool         // a TokenBucketOption was given
+}
+
+func defaultStandardConfig() standardConfig {
+	b, _ := NewExponentialBackoff()
+	return standardConfig{
+		clock:       systemClock{},
+		maxAttempts: DefaultMaxAttempts,
+		backoff:     b,
+		classifier:  Classify,
+		maxScopes:   DefaultMaxScopes,
+		bucket:      defaultBucketConfig(),
+	}
+}
+
+func (c *standardConfig) validate() error {
+	switch {
+	case c.maxAttempts < 1:
+		return configError("WithMaxAttempts", c.maxAttempts, "1 or more (1 means no retries)")
+	case c.backoff == nil:
+		return configError("WithBackoff", "nil", "a non-nil Backoff")
+	case c.classifier == nil:
+		return configError("WithClassifier", "nil", "a non-nil Classifier")
+	case c.clock == nil:
+		return configError("WithClock", "nil", "a non-nil Clock")
+	case c.maxScopes < 1:
+		return configError("WithMaxScopes", c.maxScopes, "1 or more")
+	case c.quotaSet && c.quota == nil:
+		return configError("WithRetryQuota", "nil", "a non-nil *TokenBucket (WithoutRetryQuota turns the quota off)")
+	case c.quotaSet && c.noQuota:
+		return configError("WithRetryQuota", "with WithoutRetryQuota", "one or the other")
+	case c.bucketOptions && (c.quotaSet || c.noQuota):
+		return configError("TokenBucketOption", "with WithRetryQuota or WithoutRetryQuota", "token bucket options only for the strategy's own buckets")
+	}
+	for _, b := range []struct {
+		option string
+		b      Backoff
+	}{{"WithBackoff", c.backoff}, {"WithThrottleBackoff", c.throttleBackoff}} {
+		if v, ok := b.b.(interface{ validate() error }); ok {
+			if err := v.validate(); err != nil {
+				return fmt.Errorf("%s: %w", b.option, err)
+			}
+		}
+	}
+	return c.bucket.validate()
+}
+
+// newEngine builds the engine for a validated configuration. newLimiter,
+// if not nil, makes the rate limiter of each scope.
+func (c *standardConfig) newEngine(newLimiter func() sendLimiter) engine {
+	e := engine{
+		maxAttempts:     c.maxAttempts,
+		backoff:         c.backoff,
+		throttleBackoff: c.throttleBackoff,
+		classify:        c.classifier,
+	}
+	if e.throttleBackoff == nil {
+		e.throttleBackoff = e.backoff
+	}
+	newBucket := func() *TokenBucket {
+		switch {
+		case c.noQuota:
+			return nil
+		case c.quota != nil:
+			return c.quota
+		}
+		return newTokenBucket(c.bucket)
+	}
+	newState := func() *scopeState {
+		st := &scopeState{bucket: newBucket()}
+		if newLimiter != nil {
+			st.limiter = newLimiter()
+		}
+		return st
+	}
+	e.def = *newState()
+	if (!c.noQuota && c.quota == nil) || newLimiter != nil {
+		e.scopes = newScopeCache(c.maxScopes, newState)
+	}
+	return e
+}
+
+// NewStandard returns a standard strategy with the AWS SDKs' defaults
+// (DefaultMaxAttempts attempts; an ExponentialBackoff with its defaults; a
+// TokenBucket with its defaults for each scope; the Classify classifier),
+// changed by opts. A bad option value is an error wrapping ErrInvalidConfig
+// that names the option and its valid range.
+func NewStandard(opts ...StandardOption) (*Standard, error) {
+	cfg := defaultStandardConfig()
+	for _, opt := range opts {
+		opt.applyStandard(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Standard{e: cfg.newEngine(nil)}, nil
+}
+
+// AcquireInitialToken returns the token for the first attempt in scope.
+// It fails only if the scope's bucket cannot pay a non-zero initial-try
+// cost.
+func (s *Standard) AcquireInitialToken(scope string) (RetryToken, error) {
+	return s.e.acquireInitialToken(scope)
+}
+
+// RefreshRetryToken returns the token for the next attempt after the
+// attempt admitted by token failed with err. It returns an error wrapping
+// ErrNotRetryable if err is not safe to retry, ErrMaxAttemptsExceeded if no
+// attempts are left, ErrRetryQuotaExceeded if the bucket cannot pay for the
+// retry, or ErrInvalidToken if token was not issued by s or was already
+// used.
+//
+// When err is not retryable, what the last retry took from the bucket is
+// given back: the service answered, so that retry did not feed an outage.
+// When attempts or quota run out, nothing is given back.
+func (s *Standard) RefreshRetryToken(token RetryToken, err error) (RetryToken, error) {
+	return s.e.refreshRetryToken(token, err)
+}
+
+// RecordSuccess reports that the attempt admitted by token succeeded: a
+// first attempt adds the initial-try success increment to the bucket, and a
+// retry gives back what it took. It returns an error wrapping
+// ErrInvalidToken if token was not issued by s or was already used.
+func (s *Standard) RecordSuccess(token RetryToken) error {
+	return s.e.recordSuccess(token)
+}
+
+// ReleaseToken gives back what token took from the bucket, for an attempt
+// that will not be made, and uses the token up. It returns an error
+// wrapping ErrInvalidToken if token was not issued by s or was already
+// used.
+func (s *Standard) ReleaseToken(token RetryToken) error {
+	return s.e.releaseToken(token)
+}
+
+// RetryQuota returns the bucket of the default scope, or nil if the
+// strategy has no retry quota. With WithRetryQuota it is the shared bucket.
+func (s *Standard) RetryQuota() *TokenBucket { return s.e.def.bucket }
+
+// MaxAttempts returns the number of attempts, the first included, that the
+// strategy allows.
+func (s *Standard) MaxAttempts() int { return s.e.maxAttempts }
+
+// WithMaxAttempts sets the number of attempts, the first included (default
+// DefaultMaxAttempts). Valid: 1 or more; 1 means no retries.
+func WithMaxAttempts(n int) StandardOption {
+	return standardOption(func(c *standardConfig) { c.maxAttempts = n })
+}
+
+// WithBackoff sets how long to wait before each retry (default: an
+// ExponentialBackoff with its defaults). Valid: non-nil.
+func WithBackoff(b Backoff) StandardOption {
+	return standardOption(func(c *standardConfig) { c.backoff = b })
+}
+
+// WithThrottleBackoff sets how long to wait before a retry after a
+// throttling error, when that should differ from WithBackoff (as in the
+// AWS SDKs' 2026 behaviour, which starts throttled retries at 1 s). Default:
+// the WithBackoff backoff.
+func WithThrottleBackoff(b Backoff) StandardOption {
+	return standardOption(func(c *standardConfig) { c.throttleBackoff = b })
+}
+
+// WithRetryQuota makes every scope of the strategy pay for retries from q,
+// which other strategies may share. Valid: non-nil; not with
+// WithoutRetryQuota or token bucket options.
+func WithRetryQuota(q *TokenBucket) StandardOption {
+	return standardOption(func(c *standardConfig) { c.quota, c.quotaSet = q, true })
+}
+
+// WithoutRetryQuota turns the retry quota off: retries are limited only by
+// the attempt limit. Without a quota, a broad outage multiplies the load on
+// the service by the number of attempts.
+func WithoutRetryQuota() StandardOption {
+	return standardOption(func(c *standardConfig) { c.noQuota = true })
+}
+
+// WithClassifier sets how errors are classified (default Classify). Valid:
+// non-nil.
+func WithClassifier(cl Classifier) StandardOption {
+	return standardOption(func(c *standardConfig) { c.classifier = cl })
+}
+
+// WithMaxScopes sets how many named scopes the strategy keeps state for
+// (default DefaultMaxScopes). Valid: 1 or more.
+func WithMaxScopes(n int) StandardOption {
+	return standardOption(func(c *standardConfig) { c.maxScopes = n })
+}

@@ -1,0 +1,295 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Default retry quota settings: the AWS SDKs' standard-mode defaults.
+const (
+	DefaultMaxCapacity                = 500
+	DefaultInitialTryCost             = 0
+	DefaultInitialTrySuccessIncrement = 1
+	DefaultRetryCost                  = 5
+	DefaultTimeoutRetryCost           = 10
+	DefaultThrottlingRetryCost        = 5
+	DefaultRefillRate                 = 0 // tokens per second
+)
+
+// A TokenBucket is a retry quota: a pool of tokens that retries spend and
+// successes earn back, shared by every call that uses it, so that when a
+// service fails broadly the clients stop retrying instead of multiplying
+// its load.
+//
+// A retry takes the retry cost for its failure (the throttling retry cost
+// after a throttle, else the timeout retry cost after a timeout, else the
+// retry cost) before it is made. A success on the first attempt adds the
+// initial-try success increment; a success after retries gives back what
+// the last retry took. The bucket never holds more than its capacity.
+//
+// When a retry's cost is more than the bucket holds, a bucket in
+// circuit-breaker mode (the default) refuses it with ErrRetryQuotaExceeded.
+// A bucket in wait mode instead promises the tokens from future refill and
+// says how long the retry must wait for them; the tokens it holds still
+// never go below zero, and promised tokens are reported as Owed.
+//
+// A TokenBucket is safe for concurrent use by any number of strategies and
+// goroutines. When it is full, giving tokens back takes no lock, so many
+// goroutines succeeding at once do not contend. Create one with
+// NewTokenBucket; the zero value is not usable.
+type TokenBucket struct {
+	cfg bucketConfig
+
+	full atomic.Bool // level == capacity; read without the lock
+
+	mu    sync.Mutex
+	level float64   // tokens held; negative only in wait mode (owed)
+	last  time.Time // when refill was last applied
+}
+
+// bucketConfig is a TokenBucket's configuration.
+type bucketConfig struct {
+	clock                      Clock
+	maxCapacity                int
+	initialTryCost             int
+	initialTrySuccessIncrement int
+	retryCost                  int
+	timeoutRetryCost           int
+	throttlingRetryCost        int
+	refillRate                 float64
+	circuitBreaker             bool
+}
+
+func defaultBucketConfig() bucketConfig {
+	return bucketConfig{
+		clock:                      systemClock{},
+		maxCapacity:                DefaultMaxCapacity,
+		initialTryCost:             DefaultInitialTryCost,
+		initialTrySuccessIncrement: DefaultInitialTrySuccessIncrement,
+		retryCost:                  DefaultRetryCost,
+		timeoutRetryCost:           DefaultTimeoutRetryCost,
+		throttlingRetryCost:        DefaultThrottlingRetryCost,
+		refillRate:                 DefaultRefillRate,
+		circuitBreaker:             true,
+	}
+}
+
+func (c *bucketConfig) validate() error {
+	for _, f := range []struct {
+		option string
+		value  int
+	}{
+		{"WithMaxCapacity", c.maxCapacity},
+		{"WithInitialTryCost", c.initialTryCost},
+		{"WithInitialTrySuccessIncrement", c.initialTrySuccessIncrement},
+		{"WithRetryCost", c.retryCost},
+		{"WithTimeoutRetryCost", c.timeoutRetryCost},
+		{"WithThrottlingRetryCost", c.throttlingRetryCost},
+	} {
+		if f.value < 0 {
+			return configError(f.option, f.value, ">= 0")
+		}
+	}
+	switch {
+	case c.clock == nil:
+		return configError("WithClock", "nil", "a non-nil Clock")
+	case !(c.refillRate >= 0) || math.IsInf(c.refillRate, 0):
+		return configError("WithRefillRate", c.refillRate, "a finite number >= 0")
+	case !c.circuitBreaker && c.refillRate == 0:
+		return configError("WithRefillRate", c.refillRate, "> 0 when WithCircuitBreaker(false) selects wait mode")
+	}
+	return nil
+}
+
+// WithMaxCapacity sets how many tokens the bucket holds when full, which is
+// also how many it starts with (default DefaultMaxCapacity). Valid: >= 0;
+// 0 allows no retries.
+func WithMaxCapacity(n int) TokenBucketOption {
+	return bucketOption(func(c *bucketConfig) { c.maxCapacity = n })
+}
+
+// WithInitialTryCost sets what a first attempt takes from the bucket
+// (default DefaultInitialTryCost). When the bucket cannot pay it, the
+// strategy refuses the initial token and the call gets one attempt without
+// retries. Valid: >= 0.
+func WithInitialTryCost(n int) TokenBucketOption {
+	return bucketOption(func(c *bucketConfig) { c.initialTryCost = n })
+}
+
+// WithInitialTrySuccessIncrement sets what a success on the first attempt
+// adds to the bucket (default DefaultInitialTrySuccessIncrement). Valid:
+// >= 0.
+func WithInitialTrySuccessIncrement(n int) TokenBucketOption {
+	return bucketOption(func(c *bucketConfig) { c.initialTrySuccessIncrement = n })
+}
+
+// WithRetryCost sets what a retry after a transient error takes (default
+// DefaultRetryCost). Valid: >= 0.
+func WithRetryCost(n int) TokenBucketOption {
+	return bucketOption(func(c *bucketConfig) { c.retryCost = n })
+}
+
+// WithTimeoutRetryCost sets what a retry after a timeout takes (default
+// DefaultTimeoutRetryCost). Valid: >= 0.
+func WithTimeoutRetryCost(n int) TokenBucketOption {
+	return bucketOption(func(c *bucketConfig) { c.timeoutRetryCost = n })
+}
+
+// WithThrottlingRetryCost sets what a retry after a throttling error takes
+// (default DefaultThrottlingRetryCost). Valid: >= 0.
+func WithThrottlingRetryCost(n int) TokenBucketOption {
+	return bucketOption(func(c *bucketConfig) { c.throttlingRetryCost = n })
+}
+
+// WithRefillRate sets how many tokens per second flow back into the bucket
+// by themselves (default DefaultRefillRate: none, so only successes refill
+// it). Valid: a finite number >= 0, and > 0 in wait mode.
+func WithRefillRate(perSecond float64) TokenBucketOption {
+	return bucketOption(func(c *bucketConfig) { c.refillRate = perSecond })
+}
+
+// WithCircuitBreaker selects what happens when a retry costs more than the
+// bucket holds: with on (the default) the retry is refused; with off, the
+// retry waits until refill provides the tokens, which needs WithRefillRate
+// above zero.
+func WithCircuitBreaker(on bool) TokenBucketOption {
+	return bucketOption(func(c *bucketConfig) { c.circuitBreaker = on })
+}
+
+// NewTokenBucket returns a full TokenBucket with the AWS SDKs' defaults,
+// changed by opts. A bad option value is an error wrapping ErrInvalidConfig
+// that names the option.
+func NewTokenBucket(opts ...TokenBucketOption) (*TokenBucket, error) {
+	cfg := defaultBucketConfig()
+	for _, opt := range opts {
+		opt.applyBucket(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return newTokenBucket(cfg), nil
+}
+
+// newTokenBucket returns a full bucket for a validated configuration.
+func newTokenBucket(cfg bucketConfig) *TokenBucket {
+	b := &TokenBucket{cfg: cfg, level: float64(cfg.maxCapacity), last: cfg.clock.Now()}
+	b.full.Store(true)
+	return b
+}
+
+// RetryCost returns what a retry after a failure classified as c takes: the
+// throttling retry cost for a throttle, else the timeout retry cost for a
+// timeout, else the retry cost.
+func (b *TokenBucket) RetryCost(c Classification) int {
+	switch {
+	case c.Throttle:
+		return b.cfg.throttlingRetryCost
+	case c.Timeout:
+		return b.cfg.timeoutRetryCost
+	}
+	return b.cfg.retryCost
+}
+
+// errNegativeTokens reports a negative argument to Acquire or Release.
+var errNegativeTokens = errors.New("retry: negative token count")
+
+// Acquire takes n tokens from the bucket. If the bucket holds fewer, a
+// bucket in circuit-breaker mode takes nothing and returns an error
+// wrapping ErrRetryQuotaExceeded; a bucket in wait mode promises the
+// missing tokens from refill and returns how long the caller must wait
+// before acting. A negative n is an error.
+func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("%w: TokenBucket.Acquire(%d)", errNegativeTokens, n)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill()
+	cost := float64(n)
+	if b.level >= cost {
+		b.take(cost)
+		return 0, nil
+	}
+	if b.cfg.circuitBreaker {
+		return 0, fmt.Errorf("%w: retry costs %d, bucket holds %v", ErrRetryQuotaExceeded, n, math.Floor(b.level))
+	}
+	b.take(cost)
+	wait := -b.level / b.cfg.refillRate
+	return time.Duration(math.Ceil(wait * float64(time.Second))), nil
+}
+
+// Release gives n tokens back to the bucket, never filling it beyond its
+// capacity. In wait mode, tokens owed to waiting retries are paid first. A
+// negative n is an error.
+func (b *TokenBucket) Release(n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: TokenBucket.Release(%d)", errNegativeTokens, n)
+	}
+	if n == 0 || b.full.Load() {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill()
+	b.put(float64(n))
+	return nil
+}
+
+// take removes cost tokens. b.mu must be held.
+func (b *TokenBucket) take(cost float64) {
+	b.level -= cost
+	b.full.Store(false)
+}
+
+// put adds n tokens, up to capacity. b.mu must be held.
+func (b *TokenBucket) put(n float64) {
+	capacity := float64(b.cfg.maxCapacity)
+	b.level = min(b.level+n, capacity)
+	if b.level == capacity {
+		b.full.Store(true)
+	}
+}
+
+// refill adds the tokens earned since the last refill. b.mu must be held.
+func (b *TokenBucket) refill() {
+	now := b.cfg.clock.Now()
+	if !now.After(b.last) {
+		return // a clock that stands still or steps back earns nothing
+	}
+	elapsed := now.Sub(b.last).Seconds()
+	b.last = now
+	if b.cfg.refillRate > 0 && !b.full.Load() {
+		b.put(elapsed * b.cfg.refillRate)
+	}
+}
+
+// TokenBucketStats is a snapshot of a TokenBucket, for metrics and tests.
+type TokenBucketStats struct {
+	Available      float64 // tokens held now, in [0, Capacity]
+	Owed           float64 // tokens promised to waiting retries (wait mode)
+	Capacity       int     // the most the bucket holds
+	RefillRate     float64 // tokens per second that flow back by themselves
+	CircuitBreaker bool    // true: refuse retries it cannot pay; false: wait
+}
+
+// Stats returns a consistent snapshot of the bucket's state at its clock's
+// now.
+func (b *TokenBucket) Stats() TokenBucketStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill()
+	return TokenBucketStats{
+		Available:      max(b.level, 0),
+		Owed:           max(-b.level, 0),
+		Capacity:       b.cfg.maxCapacity,
+		RefillRate:     b.cfg.refillRate,
+		CircuitBreaker: b.cfg.circuitBreaker,
+	}
+}
