@@ -110,7 +110,10 @@ func (e *engine) refresh(t *token, err error) error {
 		if t.retries > 0 {
 			e.giveBack(t)
 		}
-		return fmt.Errorf("%w (safety %v)", ErrNotRetryable, c.Safety)
+		if c.Safety == SafetyMaybe {
+			return fmt.Errorf("%w: not known to be safe to retry", ErrNotRetryable)
+		}
+		return ErrNotRetryable
 	}
 	attempts := t.retries + 1
 	if attempts >= e.maxAttempts {
