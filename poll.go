@@ -79,7 +79,8 @@ const throttleFactor = 2
 
 // A PollOption configures Poll. Options only record values; Poll checks
 // them all before it calls the polled function and reports a bad one as an
-// error wrapping [ErrInvalidConfig].
+// error wrapping [ErrInvalidConfig]. An option may be reused, and shared by
+// concurrent calls of Poll.
 type PollOption interface {
 	applyPoll(*pollConfig)
 }
@@ -120,8 +121,9 @@ func WithPollGrowth(f float64) PollOption {
 
 // WithPollMaxWait limits the total time Poll spends, measured from the
 // moment Poll is called. The context passed to the polled function ends
-// at that limit, and Poll gives up as soon as the next wait would reach
-// it, returning an error wrapping [ErrPollTimeout]. It must be above zero.
+// at that limit (its [context.Cause] is ErrPollTimeout), and Poll gives up
+// as soon as the next wait would reach it, returning an error wrapping
+// [ErrPollTimeout]. It must be above zero.
 // By default there is no limit besides the caller's context.
 func WithPollMaxWait(d time.Duration) PollOption {
 	return pollOption(func(c *pollConfig) { c.maxWait, c.maxWaitSet = d, true })
@@ -214,7 +216,8 @@ func newPollConfig(opts []PollOption) (pollConfig, error) {
 // fn is passed a context that ends with ctx or at the maximum wait. Poll
 // runs fn on the calling goroutine, starts no goroutines, and stops its
 // timers before it returns. It does not consult or spend any retry quota:
-// waiting for an operation to finish is not a failure.
+// waiting for an operation to finish is not a failure. Poll keeps no state
+// between calls and is safe for concurrent use.
 func Poll[T any](ctx context.Context, fn func(context.Context) (T, PollStatus, error), opts ...PollOption) (T, error) {
 	var v T
 	switch {
