@@ -1,0 +1,127 @@
+package retry_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC)
+	date := func(d time.Duration) string { return now.Add(d).Format(http.TimeFormat) }
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+		wantOK bool
+	}{
+		{"no header", nil, 0, false},
+		{"empty header", http.Header{}, 0, false},
+		{"unrelated fields", http.Header{"Content-Type": {"text/plain"}}, 0, false},
+
+		{"amz milliseconds", http.Header{"X-Amz-Retry-After": {"1500"}}, 1500 * time.Millisecond, true},
+		{"amz zero", http.Header{"X-Amz-Retry-After": {"0"}}, 0, true},
+		{"amz leading zeros", http.Header{"X-Amz-Retry-After": {"0042"}}, 42 * time.Millisecond, true},
+		{"amz surrounding space", http.Header{"X-Amz-Retry-After": {" \t250 "}}, 250 * time.Millisecond, true},
+		{"amz at the limit", http.Header{"X-Amz-Retry-After": {"86400000"}}, 24 * time.Hour, true},
+		{"amz over the limit", http.Header{"X-Amz-Retry-After": {"86400001"}}, 0, false},
+		{"amz overflowing int64", http.Header{"X-Amz-Retry-After": {"99999999999999999999999999"}}, 0, false},
+		{"amz negative", http.Header{"X-Amz-Retry-After": {"-100"}}, 0, false},
+		{"amz plus sign", http.Header{"X-Amz-Retry-After": {"+100"}}, 0, false},
+		{"amz fraction", http.Header{"X-Amz-Retry-After": {"1.5"}}, 0, false},
+		{"amz exponent", http.Header{"X-Amz-Retry-After": {"1e3"}}, 0, false},
+		{"amz garbage", http.Header{"X-Amz-Retry-After": {"invalid"}}, 0, false},
+		{"amz inner space", http.Header{"X-Amz-Retry-After": {"1 0"}}, 0, false},
+		{"amz blank", http.Header{"X-Amz-Retry-After": {"  "}}, 0, false},
+		{"amz non-ASCII digit", http.Header{"X-Amz-Retry-After": {"١٢"}}, 0, false},
+		{"amz first value counts", http.Header{"X-Amz-Retry-After": {"100", "200"}}, 100 * time.Millisecond, true},
+		{"amz set through Header.Set", func() http.Header {
+			h := http.Header{}
+			h.Set("x-amz-retry-after", "7")
+			return h
+		}(), 7 * time.Millisecond, true},
+
+		{"seconds", http.Header{"Retry-After": {"120"}}, 2 * time.Minute, true},
+		{"seconds zero", http.Header{"Retry-After": {"0"}}, 0, true},
+		{"seconds at the limit", http.Header{"Retry-After": {"86400"}}, 24 * time.Hour, true},
+		{"seconds over the limit", http.Header{"Retry-After": {"86401"}}, 0, false},
+		{"seconds overflowing Duration", http.Header{"Retry-After": {"9223372036854775807"}}, 0, false},
+		{"seconds negative", http.Header{"Retry-After": {"-1"}}, 0, false},
+		{"seconds fraction", http.Header{"Retry-After": {"1.5"}}, 0, false},
+		{"seconds garbage", http.Header{"Retry-After": {"soon"}}, 0, false},
+		{"seconds empty", http.Header{"Retry-After": {""}}, 0, false},
+
+		{"date ahead", http.Header{"Retry-After": {date(90 * time.Second)}}, 90 * time.Second, true},
+		{"date with space", http.Header{"Retry-After": {" " + date(time.Minute) + " "}}, time.Minute, true},
+		{"date now", http.Header{"Retry-After": {date(0)}}, 0, true},
+		{"date past", http.Header{"Retry-After": {date(-time.Hour)}}, 0, true},
+		{"date far past", http.Header{"Retry-After": {"Thu, 01 Jan 1970 00:00:00 GMT"}}, 0, true},
+		{"date at the limit", http.Header{"Retry-After": {date(24 * time.Hour)}}, 24 * time.Hour, true},
+		{"date over the limit", http.Header{"Retry-After": {date(24*time.Hour + time.Second)}}, 0, false},
+		{"date far future", http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, 0, false},
+		{"date RFC 850", http.Header{"Retry-After": {"Sunday, 01-Mar-26 12:00:30 GMT"}}, 30 * time.Second, true},
+		{"date asctime", http.Header{"Retry-After": {"Sun Mar  1 12:00:45 2026"}}, 45 * time.Second, true},
+		{"date malformed", http.Header{"Retry-After": {"Sun, 01 Mar 2026 25:00:00 GMT"}}, 0, false},
+		{"date wrong zone", http.Header{"Retry-After": {"Sun, 01 Mar 2026 12:00:30 PST"}}, 0, false},
+
+		{"amz wins over Retry-After", http.Header{
+			"X-Amz-Retry-After": {"300"},
+			"Retry-After":       {"5"},
+		}, 300 * time.Millisecond, true},
+		{"invalid amz falls back to Retry-After", http.Header{
+			"X-Amz-Retry-After": {"-1"},
+			"Retry-After":       {"5"},
+		}, 5 * time.Second, true},
+		{"both invalid", http.Header{
+			"X-Amz-Retry-After": {"x"},
+			"Retry-After":       {"y"},
+		}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := retry.ParseRetryAfter(tt.header, now)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("ParseRetryAfter(%q) = %v, %t; want %v, %t", tt.header, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	now := time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC)
+	for _, seed := range []struct{ amz, ra string }{
+		{"1500", ""},
+		{"", "120"},
+		{"-100", "Sun, 01 Mar 2026 12:01:00 GMT"},
+		{"", "Sunday, 01-Mar-26 12:00:30 GMT"},
+		{"", "Sun Mar  1 12:00:45 2026"},
+		{"99999999999999999999", "9223372036854775808"},
+		{"invalid", "Fri, 31 Dec 9999 23:59:59 GMT"},
+	} {
+		f.Add(seed.amz, seed.ra, int64(0))
+	}
+	f.Fuzz(func(t *testing.T, amz, ra string, offset int64) {
+		h := http.Header{}
+		if amz != "" {
+			h["X-Amz-Retry-After"] = []string{amz}
+		}
+		if ra != "" {
+			h["Retry-After"] = []string{ra}
+		}
+		at := now.Add(time.Duration(offset))
+		d, ok := retry.ParseRetryAfter(h, at)
+		if d < 0 || d > 24*time.Hour {
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, outside [0, 24h]", h, at, d)
+		}
+		if !ok && d != 0 {
+			t.Fatalf("ParseRetryAfter(%q, %v) = %v, false; want 0 with false", h, at, d)
+		}
+		if d2, ok2 := retry.ParseRetryAfter(h, at); d2 != d || ok2 != ok {
+			t.Fatalf("ParseRetryAfter(%q, %v) not deterministic: %v, %t then %v, %t", h, at, d, ok, d2, ok2)
+		}
+	})
+}

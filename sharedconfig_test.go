@@ -1,0 +1,392 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseSharedConfig(t *testing.T) {
+	t.Parallel()
+	const file = "/home/u/.aws/config"
+	at := func(value string, line int) sharedSetting {
+		return sharedSetting{value: value, file: file, line: line}
+	}
+	tests := []struct {
+		name        string
+		profile     string // "" means "default"
+		data        string
+		found       bool
+		retryMode   sharedSetting
+		maxAttempts sharedSetting
+	}{
+		{name: "empty file"},
+		{name: "only comments and blanks", data: "# c\n; c\n\n   \n\t# indented comment\n"},
+		{
+			name:        "default profile",
+			data:        "[default]\nregion = us-east-1\nretry_mode = adaptive\nmax_attempts = 5\n",
+			found:       true,
+			retryMode:   at("adaptive", 3),
+			maxAttempts: at("5", 4),
+		},
+		{
+			name:      "named profile",
+			profile:   "prod",
+			data:      "[default]\nretry_mode = legacy\n\n[profile prod]\nretry_mode = standard\n",
+			found:     true,
+			retryMode: at("standard", 5),
+		},
+		{
+			name:    "named profile absent",
+			profile: "prod",
+			data:    "[default]\nretry_mode = legacy\n[profile staging]\nretry_mode = standard\n",
+		},
+		{
+			name:        "default profile untouched by others",
+			data:        "[profile prod]\nretry_mode = standard\n[default]\nmax_attempts = 2\n[profile other]\nmax_attempts = 9\n",
+			found:       true,
+			maxAttempts: at("2", 4),
+		},
+		{
+			name:    "bare name is not a profile in the config file",
+			profile: "prod",
+			data:    "[prod]\nretry_mode = standard\n",
+		},
+		{
+			name:    "other kinds of section are ignored",
+			profile: "x",
+			data:    "[sso-session x]\nretry_mode = standard\n[services x]\nmax_attempts = 3\n",
+		},
+		{
+			name:        "profile default is the default profile",
+			data:        "[profile default]\nretry_mode = standard\nmax_attempts = 4\n",
+			found:       true,
+			retryMode:   at("standard", 2),
+			maxAttempts: at("4", 3),
+		},
+		{
+			name:        "default and profile default merge, later wins",
+			data:        "[default]\nretry_mode = legacy\nmax_attempts = 2\n[profile default]\nretry_mode = adaptive\n",
+			found:       true,
+			retryMode:   at("adaptive", 5),
+			maxAttempts: at("2", 3),
+		},
+		{
+			name:        "repeated section merges",
+			profile:     "p",
+			data:        "[profile p]\nretry_mode = legacy\n[default]\n[profile p]\nmax_attempts = 7\n",
+			found:       true,
+			retryMode:   at("legacy", 2),
+			maxAttempts: at("7", 5),
+		},
+		{
+			name:      "repeated key, later wins",
+			data:      "[default]\nretry_mode = legacy\nretry_mode = standard\n",
+			found:     true,
+			retryMode: at("standard", 3),
+		},
+		{
+			name:      "profile names are case-sensitive",
+			profile:   "Prod",
+			data:      "[profile prod]\nretry_mode = legacy\n[profile Prod]\nretry_mode = standard\n",
+			found:     true,
+			retryMode: at("standard", 4),
+		},
+		{
+			name:        "spacing in headers and settings",
+			profile:     "my prof",
+			data:        "  [ profile \t my prof ]  \n\tretry_mode=standard\nmax_attempts\t =  3  \n",
+			found:       true,
+			retryMode:   at("standard", 2),
+			maxAttempts: at("3", 3),
+		},
+		{
+			name:        "keys are case-insensitive",
+			data:        "[default]\nRETRY_MODE = standard\nMax_Attempts = 3\n",
+			found:       true,
+			retryMode:   at("standard", 2),
+			maxAttempts: at("3", 3),
+		},
+		{
+			name:        "inline comments",
+			data:        "[default] # the default\nretry_mode = standard # or adaptive\nmax_attempts = 3\t; three\n",
+			found:       true,
+			retryMode:   at("standard", 2),
+			maxAttempts: at("3", 3),
+		},
+		{
+			name:        "comment characters inside values are kept",
+			data:        "[default]\nretry_mode = stan#dard\nmax_attempts =#3\n",
+			found:       true,
+			retryMode:   at("stan#dard", 2),
+			maxAttempts: at("#3", 3),
+		},
+		{
+			name:        "empty value",
+			data:        "[default]\nretry_mode =\nmax_attempts = # none\n",
+			found:       true,
+			retryMode:   at("", 2),
+			maxAttempts: at("", 3),
+		},
+		{
+			name:      "equals sign in value",
+			data:      "[default]\nretry_mode = a=b\n",
+			found:     true,
+			retryMode: at("a=b", 2),
+		},
+		{
+			name:      "nested sub-section is skipped",
+			data:      "[default]\ns3 =\n  max_attempts = 10\n  retry_mode = adaptive\n\n  # comment\n  addressing_style = path\nretry_mode = standard\n",
+			found:     true,
+			retryMode: at("standard", 8),
+		},
+		{
+			name:        "nested sub-section with odd lines is skipped",
+			data:        "[default]\nservices =\n\t[not a header\n\tno equals sign\nmax_attempts = 2\n",
+			found:       true,
+			maxAttempts: at("2", 5),
+		},
+		{
+			name:        "indented settings at one depth are settings",
+			data:        "[default]\n  region = us-west-2\n  max_attempts = 6\n",
+			found:       true,
+			maxAttempts: at("6", 3),
+		},
+		{
+			name:        "deeper line continues a value",
+			data:        "[default]\nretry_mode = standard\n    adaptive # comment\n\n    ; comment\nmax_attempts = 1\n",
+			found:       true,
+			retryMode:   at("standard\nadaptive", 2),
+			maxAttempts: at("1", 6),
+		},
+		{
+			name:        "CRLF and byte order mark",
+			data:        "\uFEFF[default]\r\nretry_mode = standard\r\nmax_attempts = 3\r\n",
+			found:       true,
+			retryMode:   at("standard", 2),
+			maxAttempts: at("3", 3),
+		},
+		{
+			name:      "no newline at end of file",
+			data:      "[default]\nretry_mode = standard",
+			found:     true,
+			retryMode: at("standard", 2),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			profile := tt.profile
+			if profile == "" {
+				profile = "default"
+			}
+			got, err := parseSharedConfig(file, tt.data, profile)
+			if err != nil {
+				t.Fatalf("parseSharedConfig: %v", err)
+			}
+			want := sharedConfig{profileFound: tt.found, retryMode: tt.retryMode, maxAttempts: tt.maxAttempts}
+			if got != want {
+				t.Errorf("parseSharedConfig(%q, %q) =\n%+v\nwant\n%+v", tt.data, profile, got, want)
+			}
+		})
+	}
+}
+
+func TestParseSharedConfigMalformed(t *testing.T) {
+	t.Parallel()
+	const file = "/home/u/.aws/config"
+	tests := []struct {
+		name string
+		data string
+		line int
+		msg  string
+	}{
+		{"unterminated header", "[default]\nretry_mode = standard\n[profile prod\n", 3, "unterminated section header"},
+		{"text after header", "[default] junk\n", 1, "after section header"},
+		{"empty header", "[default]\n[]\n", 2, "empty section name"},
+		{"blank header", "[ \t]\n", 1, "empty section name"},
+		{"no equals sign", "[default]\nretry_mode standard\n", 2, `want "key = value"`},
+		{"no key", "[default]\n = standard\n", 2, "missing key"},
+		{"setting before any section", "# config\nretry_mode = standard\n[default]\n", 2, "before the first section header"},
+		{"malformed in an ignored section", "[default]\n[sso-session s]\nbroken\n", 3, `want "key = value"`},
+		{"indented after header is not a sub-section", "[default]\n  oops\n", 2, `want "key = value"`},
+		{"sub-section ends at same indent", "[default]\ns3 =\n  a = 1\nb\n", 4, `want "key = value"`},
+		{"line numbers count CRLF lines", "[default]\r\n\r\nx\r\n", 3, `want "key = value"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseSharedConfig(file, tt.data, "default")
+			var se *sharedConfigError
+			if !errors.As(err, &se) {
+				t.Fatalf("parseSharedConfig error = %v, want a *sharedConfigError", err)
+			}
+			if se.line != tt.line || se.file != file {
+				t.Errorf("error at %s:%d, want %s:%d", se.file, se.line, file, tt.line)
+			}
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("error %v does not wrap ErrInvalidConfig", err)
+			}
+			for _, want := range []string{tt.msg, fmt.Sprintf("%s:%d: ", file, tt.line)} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadSharedConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+
+	t.Run("file", func(t *testing.T) {
+		t.Parallel()
+		path := write("config", "[profile ci]\nmax_attempts = 10\n")
+		got, err := loadSharedConfig(path, "ci")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.profileFound || got.maxAttempts.value != "10" || got.retryMode.isSet() {
+			t.Errorf("loadSharedConfig = %+v", got)
+		}
+		if loc, want := got.maxAttempts.location(), path+":2"; loc != want {
+			t.Errorf("location() = %q, want %q", loc, want)
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		t.Parallel()
+		got, err := loadSharedConfig(filepath.Join(dir, "nope", "config"), "default")
+		if err != nil || got != (sharedConfig{}) {
+			t.Errorf("loadSharedConfig = %+v, %v; want zero, nil", got, err)
+		}
+	})
+	t.Run("no path", func(t *testing.T) {
+		t.Parallel()
+		got, err := loadSharedConfig("", "default")
+		if err != nil || got != (sharedConfig{}) {
+			t.Errorf("loadSharedConfig = %+v, %v; want zero, nil", got, err)
+		}
+	})
+	t.Run("unreadable", func(t *testing.T) {
+		t.Parallel()
+		_, err := loadSharedConfig(dir, "default") // a directory
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), dir) {
+			t.Errorf("loadSharedConfig(dir) error = %v, want ErrInvalidConfig naming %s", err, dir)
+		}
+	})
+	t.Run("malformed names file and line", func(t *testing.T) {
+		t.Parallel()
+		path := write("bad", "[default]\nmax_attempts = 3\n[profile x\n")
+		_, err := loadSharedConfig(path, "default")
+		if err == nil || !strings.Contains(err.Error(), path+":3:") {
+			t.Errorf("loadSharedConfig error = %v, want it to name %s:3", err, path)
+		}
+	})
+}
+
+func TestSharedConfigLocation(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join("/home", "u")
+	homeOK := func() (string, error) { return home, nil }
+	homeErr := func() (string, error) { return "", errors.New("$HOME is not defined") }
+	homeEmpty := func() (string, error) { return "", nil }
+	tests := []struct {
+		name    string
+		env     map[string]string
+		homeDir func() (string, error)
+		path    string
+		profile string
+		wantErr bool
+	}{
+		{name: "defaults", homeDir: homeOK, path: filepath.Join(home, ".aws", "config"), profile: "default"},
+		{name: "AWS_PROFILE", env: map[string]string{"AWS_PROFILE": "prod"}, homeDir: homeOK, path: filepath.Join(home, ".aws", "config"), profile: "prod"},
+		{name: "empty AWS_PROFILE", env: map[string]string{"AWS_PROFILE": ""}, homeDir: homeOK, path: filepath.Join(home, ".aws", "config"), profile: "default"},
+		{name: "AWS_CONFIG_FILE", env: map[string]string{"AWS_CONFIG_FILE": "/etc/aws/config"}, homeDir: homeErr, path: "/etc/aws/config", profile: "default"},
+		{name: "empty AWS_CONFIG_FILE", env: map[string]string{"AWS_CONFIG_FILE": ""}, homeDir: homeOK, path: filepath.Join(home, ".aws", "config"), profile: "default"},
+		{name: "tilde slash", env: map[string]string{"AWS_CONFIG_FILE": "~/cfg/aws"}, homeDir: homeOK, path: filepath.Join(home, "cfg", "aws"), profile: "default"},
+		{name: "tilde alone", env: map[string]string{"AWS_CONFIG_FILE": "~"}, homeDir: homeOK, path: home, profile: "default"},
+		{name: "tilde user is left alone", env: map[string]string{"AWS_CONFIG_FILE": "~bob/config"}, homeDir: homeErr, path: "~bob/config", profile: "default"},
+		{name: "tilde inside is left alone", env: map[string]string{"AWS_CONFIG_FILE": "/x/~/config"}, homeDir: homeErr, path: "/x/~/config", profile: "default"},
+		{name: "tilde without home", env: map[string]string{"AWS_CONFIG_FILE": "~/config"}, homeDir: homeErr, profile: "default", wantErr: true},
+		{name: "tilde with empty home", env: map[string]string{"AWS_CONFIG_FILE": "~/config"}, homeDir: homeEmpty, profile: "default", wantErr: true},
+		{name: "no home: no file", homeDir: homeErr, path: "", profile: "default"},
+		{name: "empty home: no file", homeDir: homeEmpty, path: "", profile: "default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			getenv := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			path, profile, err := sharedConfigLocation(getenv, tt.homeDir)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("sharedConfigLocation error = %v, want error: %t", err, tt.wantErr)
+			}
+			if err != nil && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "AWS_CONFIG_FILE")) {
+				t.Errorf("error %v, want ErrInvalidConfig naming AWS_CONFIG_FILE", err)
+			}
+			if path != tt.path || profile != tt.profile {
+				t.Errorf("sharedConfigLocation = %q, %q; want %q, %q", path, profile, tt.path, tt.profile)
+			}
+		})
+	}
+}
+
+func FuzzSharedConfig(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"[default]\nretry_mode = standard\nmax_attempts = 3\n",
+		"[profile p]\r\ns3 =\r\n  max_attempts = 10\r\nretry_mode = adaptive # c\r\n",
+		"\uFEFF; c\n[default] ; c\nretry_mode =\n    standard\n",
+		"[default\n",
+		"x\n",
+		"[profile default]\nmax_attempts=1\n[]\n",
+	} {
+		f.Add(seed, "default")
+		f.Add(seed, "p")
+	}
+	f.Fuzz(func(t *testing.T, data, profile string) {
+		const file = "config"
+		lines := strings.Count(data, "\n") + 1
+		cfg, err := parseSharedConfig(file, data, profile)
+		if err != nil {
+			var se *sharedConfigError
+			if !errors.As(err, &se) || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v (%T) is not a *sharedConfigError wrapping ErrInvalidConfig", err, err)
+			}
+			if se.file != file || se.line < 1 || se.line > lines {
+				t.Fatalf("error at %s:%d, want %s with a line in [1, %d]", se.file, se.line, file, lines)
+			}
+			if cfg != (sharedConfig{}) {
+				t.Fatalf("error with a non-zero result %+v", cfg)
+			}
+			return
+		}
+		for _, s := range []sharedSetting{cfg.retryMode, cfg.maxAttempts} {
+			if !s.isSet() {
+				if s != (sharedSetting{}) {
+					t.Fatalf("unset setting %+v is not zero", s)
+				}
+				continue
+			}
+			if !cfg.profileFound {
+				t.Fatalf("setting %+v without the profile found", s)
+			}
+			if s.file != file || s.line > lines {
+				t.Fatalf("setting at %s, want %s with a line in [1, %d]", s.location(), file, lines)
+			}
+			if s.value != strings.Trim(s.value, " \t") {
+				t.Fatalf("value %q has surrounding blanks", s.value)
+			}
+		}
+	})
+}
