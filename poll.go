@@ -203,8 +203,9 @@ func newPollConfig(opts []PollOption) (pollConfig, error) {
 //     constant, PollFailed with a nil error, or PollDone with an error;
 //   - an error wrapping [ErrPollTimeout] when the limit set by
 //     [WithPollMaxWait] runs out or would before the next call;
-//   - an error wrapping [ErrDeadlineTooSoon] when ctx's deadline would
-//     pass before the next call, so Poll stops instead of waiting for it;
+//   - an error wrapping [ErrDeadlineTooSoon] and
+//     [context.DeadlineExceeded] when ctx's deadline would pass before the
+//     next call, so Poll stops instead of waiting for it, as Do does;
 //   - an error wrapping ctx.Err() (and [context.Cause], if different) when
 //     ctx ends; if ctx is done already, fn is not called;
 //   - an error wrapping [ErrInvalidConfig], without calling fn, when an
@@ -287,7 +288,7 @@ func Poll[T any](ctx context.Context, fn func(context.Context) (T, PollStatus, e
 		pd, hasPD := parent.Deadline()
 		switch {
 		case hasPD && !end.Before(pd) && (deadline.IsZero() || pd.Before(deadline)):
-			return v, pollError(ErrDeadlineTooSoon, calls, last)
+			return v, pollError(fmt.Errorf("%w: %w", ErrDeadlineTooSoon, context.DeadlineExceeded), calls, last)
 		case !deadline.IsZero() && !end.Before(deadline):
 			return v, pollTimeout(calls, last)
 		}

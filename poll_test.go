@@ -420,7 +420,7 @@ func TestPollContext(t *testing.T) {
 			if el := time.Since(start); el != time.Second {
 				t.Errorf("Poll returned after %v, want 1s", el)
 			}
-			if !errors.Is(err, retry.ErrDeadlineTooSoon) || !errors.Is(err, errFlaky) {
+			if !errors.Is(err, retry.ErrDeadlineTooSoon) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errFlaky) {
 				t.Errorf("Poll error = %v, want ErrDeadlineTooSoon wrapping the last error", err)
 			}
 			if errors.Is(err, retry.ErrPollTimeout) {

@@ -255,10 +255,3 @@ func (c *scopeCache) get(name string) *scopeState {
 	c.m[name] = c.lru.PushFront(&scopeEntry{name: name, state: st})
 	return st
 }
-
-// len returns how many named scopes are kept.
-func (c *scopeCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
-}

@@ -324,7 +324,7 @@ func TestBotocoreQuotaCheckerLegacy(t *testing.T) {
 	// Quota of 500 / 5 per retry = 100 retries = 50 calls that fail three
 	// times; the 51st call gets no retry.
 	t.Run("default quota is exhausted after 50 failing calls", func(t *testing.T) {
-		s, q := newStrategy(t, 500)
+		_, q := newStrategy(t, 500)
 		s, err := retry.NewStandard(retry.WithRetryQuota(q))
 		require.NoError(t, err)
 		for call := range 50 {
