@@ -68,17 +68,21 @@ const maxRateFactor = 2
 //
 // The published algorithm reduces the rate on every throttled attempt. When
 // many attempts are in flight, one overload of the service throttles many of
-// them at once, and the rate collapses several times over: in a closed-loop
-// simulation (60 clients, a service that serves 20 requests a second and
-// throttles the rest) it throttled about 7% of sends but delivered only about
-// 30% of the service's capacity. Like TCP's CUBIC, which reduces once per
-// loss event, a RateLimiter by default reduces at most once per congestion
-// episode: throttles within DefaultReductionCooldown of the last reduction
-// do not reduce the rate again. Reducing once per episode was measured in
-// the same simulation at about 9% of sends throttled for about 88% of the
-// service's capacity. WithReductionCooldown(0) restores the published
-// behaviour exactly; with it, a RateLimiter passes the published conformance
-// vectors.
+// them at once, and the rate collapses several times over. Like TCP's CUBIC,
+// which reduces once per loss event, a RateLimiter by default reduces at
+// most once per congestion episode: throttles within
+// DefaultReductionCooldown of the last reduction do not reduce the rate
+// again. WithReductionCooldown(0) restores the published behaviour exactly;
+// with it, a RateLimiter passes the published conformance vectors.
+//
+// In a closed-loop simulation (60 clients that each send, retry a throttled
+// attempt up to twice with backoff, think 1 s and send again; a service
+// that serves 20 requests a second and throttles the rest), clients that
+// waited out their reserved slots got 36% of the service's capacity, with
+// 6% of sends throttled, under the published algorithm, and 69%, with 13%
+// throttled, under the default. Clients that used fail-fast mode and tried
+// again when a token was due got 54% (6% throttled) under the published
+// algorithm and 95% (3% throttled) under the default.
 //
 // The token bucket's capacity is a whole number of tokens: the bucket holds
 // at most floor(Capacity) tokens (see RateLimiterStats).
@@ -164,9 +168,14 @@ func newRateLimiter(c limiterConfig) *RateLimiter {
 // exceed the fill rate. A slot is not given back if the caller then does not
 // send.
 //
-// In fail-fast mode (see WithFailFast) Acquire never asks the caller to
-// wait: if no token is available now, it takes nothing and returns an error
-// wrapping ErrRateLimited.
+// A reserved slot keeps its time when the rate changes later, so callers
+// that reserve while the rate is low may wait longer than the rate they
+// finally send at calls for. Callers that can instead try again (fail-fast
+// mode) keep up with a rising rate.
+//
+// In fail-fast mode (see WithFailFast) Acquire never reserves: if no token
+// is available now, it takes nothing and returns an error wrapping
+// ErrRateLimited, with the time until a token is due at the current rate.
 //
 // Until the limiter has seen a throttle, Acquire returns 0 and a nil error
 // and takes no token.
@@ -179,7 +188,8 @@ func (l *RateLimiter) Acquire() (time.Duration, error) {
 	now := l.cfg.clock.Now()
 	if l.cfg.failFast {
 		if !l.bucket.AllowN(now, 1) {
-			return 0, ErrRateLimited
+			missing := 1 - l.bucket.TokensAt(now)
+			return time.Duration(math.Ceil(missing / l.fillRate * float64(time.Second))), ErrRateLimited
 		}
 		return 0, nil
 	}

@@ -187,19 +187,20 @@ func TestRateLimiterFailFast(t *testing.T) {
 	for _, step := range []struct {
 		advance time.Duration
 		ok      bool
-		tokens  float64 // after the Acquire
+		due     time.Duration // when refused, the time until a token is due
+		tokens  float64       // after the Acquire
 	}{
-		{0, false, 0},
-		{time.Second, false, 0.5},
-		{time.Second, true, 0},
-		{time.Second, false, 0.5},
-		{10 * time.Second, true, 0}, // the bucket holds at most 1 token
-		{0, false, 0},
+		{0, false, 2 * time.Second, 0},
+		{time.Second, false, time.Second, 0.5},
+		{time.Second, true, 0, 0},
+		{time.Second, false, time.Second, 0.5},
+		{10 * time.Second, true, 0, 0}, // the bucket holds at most 1 token
+		{0, false, 2 * time.Second, 0},
 	} {
 		clock.Advance(step.advance)
 		d, err := l.Acquire()
-		if d != 0 {
-			t.Errorf("fail-fast Acquire returned a delay %v", d)
+		if d != step.due {
+			t.Errorf("+%v: fail-fast Acquire returned %v, want %v", step.advance, d, step.due)
 		}
 		if got := err == nil; got != step.ok || (err != nil && !errors.Is(err, retry.ErrRateLimited)) {
 			t.Errorf("+%v: Acquire() error = %v, want ok = %v or ErrRateLimited", step.advance, err, step.ok)
