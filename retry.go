@@ -25,6 +25,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -171,7 +172,8 @@ func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) 
 //     stops at once with ErrDeadlineTooSoon instead of waiting in vain;
 //   - after a success, records it with the strategy and returns the value;
 //   - after a failure, asks the strategy for the next token, and gives up
-//     when it refuses or when ctx has ended.
+//     when it refuses (after waiting, if the refusal is a DelayedRefusal)
+//     or when ctx has ended.
 //
 // When Do gives up, its error is an *Error that wraps both the reason and
 // the last attempt's error. Panics in fn propagate; Do leaves no goroutine
@@ -230,6 +232,12 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 			return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
 		}
 		if reason := c.refresh(err); reason != nil {
+			var dr DelayedRefusal
+			if errors.As(reason, &dr) {
+				if werr := wait(ctx, dr.RefusalDelay()); werr != nil {
+					reason = fmt.Errorf("%w (cut short: %w)", reason, werr)
+				}
+			}
 			return zero, &Error{Attempts: attempts, Err: err, Reason: reason}
 		}
 	}

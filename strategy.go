@@ -39,6 +39,24 @@ type RetryStrategy interface {
 	RecordSuccess(token RetryToken) error
 }
 
+// DelayedRefusal is implemented by errors from RefreshRetryToken that ask
+// the caller to wait before giving up, as a long-polling strategy's does
+// when its retry quota is spent (see WithLongPolling). Do and Transport
+// wait RefusalDelay, unless the context ends first, then return the error.
+type DelayedRefusal interface {
+	error
+	RefusalDelay() time.Duration
+}
+
+type delayedRefusal struct {
+	err   error
+	delay time.Duration
+}
+
+func (r *delayedRefusal) Error() string               { return r.err.Error() }
+func (r *delayedRefusal) Unwrap() error               { return r.err }
+func (r *delayedRefusal) RefusalDelay() time.Duration { return r.delay }
+
 // sendLimiter is the part of a client-side rate limiter the engine uses.
 type sendLimiter interface {
 	Acquire() (time.Duration, error)
@@ -60,6 +78,8 @@ type engine struct {
 	backoff         Backoff
 	throttleBackoff Backoff
 	classify        Classifier
+	retryAfterLimit time.Duration // 0: none
+	longPolling     bool
 
 	def    scopeState // the default scope, "", and every scope when shared
 	scopes *scopeCache
@@ -125,13 +145,20 @@ func (e *engine) refresh(t *token, err error) error {
 	if c.Throttle {
 		b = e.throttleBackoff
 	}
-	delay := max(b.Delay(n), 0, c.RetryAfter)
+	backoff := max(b.Delay(n), 0)
+	delay := max(backoff, c.RetryAfter)
+	if e.retryAfterLimit > 0 {
+		delay = min(delay, backoff+e.retryAfterLimit)
+	}
 
 	cost := 0
 	if st.bucket != nil {
 		cost = st.bucket.RetryCost(c)
 		w, err := st.bucket.Acquire(cost)
 		if err != nil {
+			if e.longPolling {
+				return &delayedRefusal{err: err, delay: backoff}
+			}
 			return err
 		}
 		delay = max(delay, w)

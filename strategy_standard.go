@@ -1,6 +1,9 @@
 package retry
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // DefaultMaxAttempts is the number of attempts, the first included, that a
 // strategy makes by default.
@@ -39,10 +42,14 @@ type standardConfig struct {
 	throttleBackoff Backoff // nil: same as backoff
 	classifier      Classifier
 	maxScopes       int
+	profile         Profile
+	retryAfterLimit time.Duration // 0: no limit
+	longPolling     bool
 
 	quota         *TokenBucket // shared by every scope
 	quotaSet      bool         // WithRetryQuota was given
 	noQuota       bool         // WithoutRetryQuota was given
+	quotaOff      bool         // the profile has no quota unless one is configured
 	bucket        bucketConfig // for the buckets the strategy makes
 	bucketOptions bool         // a TokenBucketOption was given
 }
@@ -59,6 +66,24 @@ func defaultStandardConfig() standardConfig {
 	}
 }
 
+// newStandardConfig applies opts to the defaults of the profile they
+// select. Options only set fields, so they can be applied twice: once to
+// find the profile, once over its defaults.
+func newStandardConfig[O any](opts []O, apply func(O, *standardConfig)) standardConfig {
+	probe := defaultStandardConfig()
+	for _, o := range opts {
+		apply(o, &probe)
+	}
+	if probe.profile == ProfileStandard {
+		return probe
+	}
+	cfg := profileConfig(probe.profile)
+	for _, o := range opts {
+		apply(o, &cfg)
+	}
+	return cfg
+}
+
 func (c *standardConfig) validate() error {
 	switch {
 	case c.maxAttempts < 1:
@@ -69,6 +94,10 @@ func (c *standardConfig) validate() error {
 		return configError("WithClassifier", "nil", "a non-nil Classifier")
 	case c.clock == nil:
 		return configError("WithClock", "nil", "a non-nil Clock")
+	case c.profile < ProfileStandard || c.profile > ProfileAWS2026:
+		return configError("WithProfile", c.profile, "ProfileStandard, ProfileLegacy or ProfileAWS2026")
+	case c.retryAfterLimit < 0:
+		return configError("WithRetryAfterLimit", c.retryAfterLimit, ">= 0 (0 means no limit)")
 	case c.maxScopes < 1:
 		return configError("WithMaxScopes", c.maxScopes, "1 or more")
 	case c.quotaSet && c.quota == nil:
@@ -99,13 +128,16 @@ func (c *standardConfig) newEngine(newLimiter func() sendLimiter) engine {
 		backoff:         c.backoff,
 		throttleBackoff: c.throttleBackoff,
 		classify:        c.classifier,
+		retryAfterLimit: c.retryAfterLimit,
+		longPolling:     c.longPolling,
 	}
 	if e.throttleBackoff == nil {
 		e.throttleBackoff = e.backoff
 	}
+	noQuota := c.noQuota || (c.quotaOff && !c.quotaSet && !c.bucketOptions)
 	newBucket := func() *TokenBucket {
 		switch {
-		case c.noQuota:
+		case noQuota:
 			return nil
 		case c.quota != nil:
 			return c.quota
@@ -120,7 +152,7 @@ func (c *standardConfig) newEngine(newLimiter func() sendLimiter) engine {
 		return st
 	}
 	e.def = *newState()
-	if (!c.noQuota && c.quota == nil) || newLimiter != nil {
+	if (!noQuota && c.quota == nil) || newLimiter != nil {
 		e.scopes = newScopeCache(c.maxScopes, newState)
 	}
 	return e
@@ -132,10 +164,7 @@ func (c *standardConfig) newEngine(newLimiter func() sendLimiter) engine {
 // changed by opts. A bad option value is an error wrapping ErrInvalidConfig
 // that names the option and its valid range.
 func NewStandard(opts ...StandardOption) (*Standard, error) {
-	cfg := defaultStandardConfig()
-	for _, opt := range opts {
-		opt.applyStandard(&cfg)
-	}
+	cfg := newStandardConfig(opts, func(o StandardOption, c *standardConfig) { o.applyStandard(c) })
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
