@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,6 +113,7 @@ func TestSmithyJavaTokenScenarios(t *testing.T) {
 			Statuses          any
 			Flags             string
 			ExpectSuccess     bool `json:"expect_success"`
+			ExpectDelay       bool `json:"expect_nonzero_delay_on_failure"`
 			CapacityAcquired  int  `json:"capacity_acquired"`
 			CapacityRemaining int  `json:"capacity_remaining"`
 		}
@@ -121,15 +123,15 @@ func TestSmithyJavaTokenScenarios(t *testing.T) {
 
 	for _, tc := range file.Cases {
 		t.Run(tc.Name, func(t *testing.T) {
-			if tc.Flags == "IS_LONG_POLLING" {
-				t.Skip("long polling is part of the aws2026 profile")
-			}
 			statuses := expandStatuses(t, tc.Statuses, file.Sequences)
 			quota, err := retry.NewTokenBucket(retry.WithRetryCost(14), retry.WithTimeoutRetryCost(14), retry.WithThrottlingRetryCost(5))
 			require.NoError(t, err)
-			s, err := retry.NewStandard(retry.WithRetryQuota(quota), retry.WithBackoff(retry.NoBackoff))
+			// Smithy Java waits at least 1 ms before any retry.
+			s, err := retry.NewStandard(retry.WithRetryQuota(quota), retry.WithBackoff(retry.ConstantBackoff(time.Millisecond)),
+				retry.WithLongPolling(tc.Flags == "IS_LONG_POLLING"))
 			require.NoError(t, err)
 
+			var refusal retry.DelayedRefusal
 			var (
 				token    retry.RetryToken
 				acquired int
@@ -152,6 +154,12 @@ func TestSmithyJavaTokenScenarios(t *testing.T) {
 				if err != nil {
 					require.True(t, last, "refresh %d (%s) failed before the last status: %v", i, st, err)
 					success = false
+					if tc.ExpectDelay {
+						require.ErrorAs(t, err, &refusal, "a long-polling refusal carries a delay")
+						assert.Positive(t, refusal.RefusalDelay())
+					} else {
+						assert.False(t, errors.As(err, &refusal), "only long polling delays a refusal")
+					}
 					if errors.Is(err, retry.ErrRetryQuotaExceeded) {
 						acquired = 0 // the failed acquisition took nothing
 					}
