@@ -180,13 +180,21 @@ func newRateLimiter(c limiterConfig) *RateLimiter {
 // Until the limiter has seen a throttle, Acquire returns 0 and a nil error
 // and takes no token.
 func (l *RateLimiter) Acquire() (time.Duration, error) {
+	return l.acquire(l.cfg.failFast)
+}
+
+// acquire takes a send token. Without failFast it reserves the next slot
+// and returns the wait for it; with failFast it takes a token only if one
+// is there now, and otherwise returns ErrRateLimited with the time until
+// one is due, consuming nothing.
+func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.enabled {
 		return 0, nil
 	}
 	now := l.cfg.clock.Now()
-	if l.cfg.failFast {
+	if failFast {
 		if !l.bucket.AllowN(now, 1) {
 			missing := 1 - l.bucket.TokensAt(now)
 			return time.Duration(math.Ceil(missing / l.fillRate * float64(time.Second))), ErrRateLimited

@@ -166,8 +166,10 @@ func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) 
 //
 //   - returns at once if ctx is already done, without calling fn;
 //   - asks the strategy for an initial token; if it refuses, fn is called
-//     once and not retried;
-//   - waits each token's delay, unless ctx ends first; if ctx has a
+//     once and not retried, unless the refusal wraps ErrRateLimited (a
+//     fail-fast rate limiter), which means no attempt at all;
+//   - waits each token's delay, and then, if the strategy is a Gate, as
+//     long as it asks, unless ctx ends first; if ctx has a
 //     deadline that would pass before the next attempt could start, it
 //     stops at once with ErrDeadlineTooSoon instead of waiting in vain;
 //   - after a success, records it with the strategy and returns the value;
@@ -199,14 +201,16 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	var c cursor
 	c.init(cfg.strategy)
 	tokenErr := c.acquire(cfg.scope)
+	if errors.Is(tokenErr, ErrRateLimited) {
+		// A fail-fast rate limiter exists to refuse attempts.
+		return zero, &Error{Reason: tokenErr}
+	}
 	attempts := 0
 	for {
 		if tokenErr == nil {
-			if d := c.delay(); d > 0 {
-				if reason := wait(ctx, d); reason != nil {
-					c.abandon()
-					return zero, &Error{Attempts: attempts, Err: c.lastErr, Reason: reason}
-				}
+			if reason := c.ready(ctx); reason != nil {
+				c.abandon()
+				return zero, &Error{Attempts: attempts, Err: c.lastErr, Reason: reason}
 			}
 		}
 		attempts++
@@ -299,6 +303,8 @@ func (c *cursor) init(s RetryStrategy) {
 	switch s := s.(type) {
 	case *Standard:
 		c.e = &s.e
+	case *Adaptive:
+		c.e = &s.e
 	}
 }
 
@@ -319,6 +325,33 @@ func (c *cursor) delay() time.Duration {
 		return c.tok.delay
 	}
 	return c.rt.Delay()
+}
+
+// ready waits until the token's attempt may go: its delay, then as long as
+// a Gate asks.
+func (c *cursor) ready(ctx context.Context) error {
+	d := c.delay()
+	for {
+		if d > 0 {
+			if err := wait(ctx, d); err != nil {
+				return err
+			}
+		}
+		var err error
+		if d, err = c.admit(); err != nil || d <= 0 {
+			return err
+		}
+	}
+}
+
+func (c *cursor) admit() (time.Duration, error) {
+	if c.e != nil {
+		return c.e.admit(&c.tok)
+	}
+	if g, ok := c.s.(Gate); ok {
+		return g.Admit(c.rt)
+	}
+	return 0, nil
 }
 
 func (c *cursor) refresh(err error) error {

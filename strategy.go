@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,17 +58,22 @@ func (r *delayedRefusal) Error() string               { return r.err.Error() }
 func (r *delayedRefusal) Unwrap() error               { return r.err }
 func (r *delayedRefusal) RefusalDelay() time.Duration { return r.delay }
 
-// sendLimiter is the part of a client-side rate limiter the engine uses.
-type sendLimiter interface {
-	Acquire() (time.Duration, error)
-	Update(throttled bool)
+// A Gate is implemented by strategies whose tokens must pass a check right
+// before their attempt, such as Adaptive, whose client-side rate limiter
+// gives out send slots. After waiting a token's delay, a caller asks Admit
+// whether the attempt may go now: 0 and a nil error mean yes; a positive
+// duration means no send slot yet, ask again after that long; an error
+// means the attempt must not be made (a fail-fast limiter's refusal wraps
+// ErrRateLimited). Do and Transport do this for every token.
+type Gate interface {
+	Admit(token RetryToken) (time.Duration, error)
 }
 
 // scopeState is the quota and rate state of one scope. Either may be nil:
 // no retry quota, or no rate limiting.
 type scopeState struct {
 	bucket  *TokenBucket
-	limiter sendLimiter
+	limiter *RateLimiter
 }
 
 // engine is the retry logic that Standard and Adaptive share. It is
@@ -96,14 +102,7 @@ func (e *engine) scope(name string) *scopeState {
 // acquire fills t with the token for the first attempt.
 func (e *engine) acquire(scope string, t *token) error {
 	st := e.scope(scope)
-	*t = token{owner: e, scope: st}
-	if st.limiter != nil {
-		d, err := st.limiter.Acquire()
-		if err != nil {
-			return err
-		}
-		t.delay = d
-	}
+	*t = token{owner: e, scope: st, pending: st.limiter != nil}
 	if b := st.bucket; b != nil && b.cfg.initialTryCost > 0 {
 		w, err := b.Acquire(b.cfg.initialTryCost)
 		if err != nil {
@@ -163,18 +162,26 @@ func (e *engine) refresh(t *token, err error) error {
 		}
 		delay = max(delay, w)
 	}
-	if st.limiter != nil {
-		d, err := st.limiter.Acquire()
-		if err != nil {
-			if st.bucket != nil {
-				_ = st.bucket.Release(cost)
-			}
-			return err
-		}
-		delay = max(delay, d)
-	}
-	t.retries, t.delay, t.cost = n, delay, cost
+	t.retries, t.delay, t.cost, t.pending = n, delay, cost, st.limiter != nil
 	return nil
+}
+
+// admit checks that the attempt t admits may go now. A token of a strategy
+// without a rate limiter, or one already admitted, always may.
+func (e *engine) admit(t *token) (time.Duration, error) {
+	if !t.pending {
+		return 0, nil
+	}
+	l := t.scope.limiter
+	d, err := l.acquire(true)
+	switch {
+	case err == nil:
+		t.pending = false
+		return 0, nil
+	case l.cfg.failFast:
+		return 0, err
+	}
+	return max(d, 1), nil // a refusal always asks to wait
 }
 
 // record reports the success of the attempt t admitted.
@@ -215,7 +222,7 @@ func (e *engine) refreshRetryToken(rt RetryToken, err error) (RetryToken, error)
 	if cerr != nil {
 		return nil, cerr
 	}
-	t := &token{owner: e, scope: old.scope, retries: old.retries, delay: old.delay, cost: old.cost}
+	t := &token{owner: e, scope: old.scope, retries: old.retries, cost: old.cost}
 	if err := e.refresh(t, err); err != nil {
 		return nil, err
 	}
@@ -229,6 +236,14 @@ func (e *engine) recordSuccess(rt RetryToken) error {
 	}
 	e.record(t)
 	return nil
+}
+
+func (e *engine) admitToken(rt RetryToken) (time.Duration, error) {
+	t, ok := rt.(*token)
+	if !ok || t == nil || t.owner != e || atomic.LoadUint32(&t.used) != 0 {
+		return 0, fmt.Errorf("%w: not an unused token of this strategy", ErrInvalidToken)
+	}
+	return e.admit(t)
 }
 
 func (e *engine) releaseToken(rt RetryToken) error {

@@ -66,20 +66,19 @@ func defaultStandardConfig() standardConfig {
 	}
 }
 
-// newStandardConfig applies opts to the defaults of the profile they
-// select. Options only set fields, so they can be applied twice: once to
-// find the profile, once over its defaults.
-func newStandardConfig[O any](opts []O, apply func(O, *standardConfig)) standardConfig {
-	probe := defaultStandardConfig()
-	for _, o := range opts {
-		apply(o, &probe)
-	}
-	if probe.profile == ProfileStandard {
-		return probe
-	}
-	cfg := profileConfig(probe.profile)
+// configure applies opts to the defaults of the profile they select.
+// Options only set fields, so they can be applied twice: once to find the
+// profile, once over its defaults.
+func configure[C, O any](opts []O, defaults func(Profile) C, apply func(O, *C), profile func(*C) Profile) C {
+	cfg := defaults(ProfileStandard)
 	for _, o := range opts {
 		apply(o, &cfg)
+	}
+	if p := profile(&cfg); p != ProfileStandard {
+		cfg = defaults(p)
+		for _, o := range opts {
+			apply(o, &cfg)
+		}
 	}
 	return cfg
 }
@@ -121,8 +120,9 @@ func (c *standardConfig) validate() error {
 }
 
 // newEngine builds the engine for a validated configuration. newLimiter,
-// if not nil, makes the rate limiter of each scope.
-func (c *standardConfig) newEngine(newLimiter func() sendLimiter) engine {
+// if not nil, returns the rate limiter of a new scope; perScopeLimiter
+// says whether it makes a new one each time.
+func (c *standardConfig) newEngine(newLimiter func() *RateLimiter, perScopeLimiter bool) engine {
 	e := engine{
 		maxAttempts:     c.maxAttempts,
 		backoff:         c.backoff,
@@ -152,7 +152,7 @@ func (c *standardConfig) newEngine(newLimiter func() sendLimiter) engine {
 		return st
 	}
 	e.def = *newState()
-	if (!noQuota && c.quota == nil) || newLimiter != nil {
+	if (!noQuota && c.quota == nil) || perScopeLimiter {
 		e.scopes = newScopeCache(c.maxScopes, newState)
 	}
 	return e
@@ -164,11 +164,11 @@ func (c *standardConfig) newEngine(newLimiter func() sendLimiter) engine {
 // changed by opts. A bad option value is an error wrapping ErrInvalidConfig
 // that names the option and its valid range.
 func NewStandard(opts ...StandardOption) (*Standard, error) {
-	cfg := newStandardConfig(opts, func(o StandardOption, c *standardConfig) { o.applyStandard(c) })
+	cfg := configure(opts, profileConfig, StandardOption.applyStandard, func(c *standardConfig) Profile { return c.profile })
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Standard{e: cfg.newEngine(nil)}, nil
+	return &Standard{e: cfg.newEngine(nil, false)}, nil
 }
 
 // AcquireInitialToken returns the token for the first attempt in scope.

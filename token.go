@@ -36,6 +36,7 @@ type token struct {
 	retries int
 	delay   time.Duration
 	cost    int    // quota tokens taken to issue this token
+	pending bool   // the attempt still needs a send slot (see Gate)
 	used    uint32 // set once refreshed, recorded or released (atomic)
 }
 

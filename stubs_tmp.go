@@ -1,8 +1,0 @@
-package retry
-
-// Temporary: replaced by strategy_adaptive.go.
-type adaptiveConfig struct {
-	standardConfig
-	limiter        limiterConfig
-	limiterOptions bool
-}
