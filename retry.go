@@ -209,7 +209,7 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	for {
 		if tokenErr == nil {
 			if reason := c.ready(ctx); reason != nil {
-				c.abandon()
+				c.abandon(reason)
 				return zero, &Error{Attempts: attempts, Err: c.lastErr, Reason: reason}
 			}
 		}
@@ -374,9 +374,9 @@ func (c *cursor) recordSuccess() {
 	_ = c.s.RecordSuccess(c.rt) // fn succeeded; a bookkeeping error changes nothing for the caller
 }
 
-func (c *cursor) abandon() {
+func (c *cursor) abandon(reason error) {
 	if c.e != nil {
-		c.e.giveBack(&c.tok)
+		c.e.abandon(&c.tok, c.lastErr, reason)
 		return
 	}
 	if r, ok := c.s.(TokenReleaser); ok {

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"container/list"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,7 @@ type engine struct {
 	classify        Classifier
 	retryAfterLimit time.Duration // 0: none
 	longPolling     bool
+	hooks           []Hook
 
 	def    scopeState // the default scope, "", and every scope when shared
 	scopes *scopeCache
@@ -102,7 +104,7 @@ func (e *engine) scope(name string) *scopeState {
 // acquire fills t with the token for the first attempt.
 func (e *engine) acquire(scope string, t *token) error {
 	st := e.scope(scope)
-	*t = token{owner: e, scope: st, pending: st.limiter != nil}
+	*t = token{owner: e, scope: st, scopeName: scope, pending: st.limiter != nil}
 	if b := st.bucket; b != nil && b.cfg.initialTryCost > 0 {
 		w, err := b.Acquire(b.cfg.initialTryCost)
 		if err != nil {
@@ -111,14 +113,31 @@ func (e *engine) acquire(scope string, t *token) error {
 		t.cost = b.cfg.initialTryCost
 		t.delay = max(t.delay, w)
 	}
+	if len(e.hooks) > 0 {
+		e.emit(Event{Kind: EventAttempt, Scope: scope, Attempt: 1, Delay: t.delay})
+	}
 	return nil
 }
 
 // refresh turns t, whose attempt failed with err, into the token for the
-// next attempt. The checks come in the order the AWS SDKs make them:
-// retryable, attempts left, quota.
+// next attempt, or says why there is none.
 func (e *engine) refresh(t *token, err error) error {
 	c := e.classify(err)
+	reason := e.next(t, c)
+	if len(e.hooks) > 0 {
+		ev := Event{Kind: EventRetry, Scope: t.scopeName, Attempt: t.retries + 1, Delay: t.delay, Err: err, Classification: c}
+		if reason != nil {
+			ev.Kind, ev.Delay, ev.Reason = EventGiveUp, 0, reason
+		}
+		e.emit(ev)
+	}
+	return reason
+}
+
+// next turns t into the token for the next attempt after a failure
+// classified as c. The checks come in the order the AWS SDKs make them:
+// retryable, attempts left, quota.
+func (e *engine) next(t *token, c Classification) error {
 	st := t.scope
 	if st.limiter != nil {
 		st.limiter.Update(c.Throttle)
@@ -186,6 +205,9 @@ func (e *engine) admit(t *token) (time.Duration, error) {
 
 // record reports the success of the attempt t admitted.
 func (e *engine) record(t *token) {
+	if len(e.hooks) > 0 {
+		e.emit(Event{Kind: EventSuccess, Scope: t.scopeName, Attempt: t.retries + 1})
+	}
 	st := t.scope
 	if st.limiter != nil {
 		st.limiter.Update(false)
@@ -197,6 +219,15 @@ func (e *engine) record(t *token) {
 		_ = st.bucket.Release(st.bucket.cfg.initialTrySuccessIncrement)
 	} else {
 		_ = st.bucket.Release(t.cost)
+	}
+}
+
+// abandon gives back t, whose attempt will not be made because of reason;
+// lastErr is the previous attempt's error, if any.
+func (e *engine) abandon(t *token, lastErr, reason error) {
+	e.giveBack(t)
+	if len(e.hooks) > 0 {
+		e.emit(Event{Kind: EventGiveUp, Scope: t.scopeName, Attempt: t.retries, Err: lastErr, Reason: reason})
 	}
 }
 
@@ -222,7 +253,7 @@ func (e *engine) refreshRetryToken(rt RetryToken, err error) (RetryToken, error)
 	if cerr != nil {
 		return nil, cerr
 	}
-	t := &token{owner: e, scope: old.scope, retries: old.retries, cost: old.cost}
+	t := &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost}
 	if err := e.refresh(t, err); err != nil {
 		return nil, err
 	}
@@ -251,9 +282,11 @@ func (e *engine) releaseToken(rt RetryToken) error {
 	if err != nil {
 		return err
 	}
-	e.giveBack(t)
+	e.abandon(t, nil, errTokenReleased)
 	return nil
 }
+
+var errTokenReleased = errors.New("retry: token released before its attempt")
 
 // DefaultMaxScopes is how many named scopes a strategy keeps state for by
 // default, as the Smithy Java client does.

@@ -45,6 +45,8 @@ type standardConfig struct {
 	profile         Profile
 	retryAfterLimit time.Duration // 0: no limit
 	longPolling     bool
+	hooks           []Hook
+	nilHook         bool // WithHook(nil) was given
 
 	quota         *TokenBucket // shared by every scope
 	quotaSet      bool         // WithRetryQuota was given
@@ -97,6 +99,8 @@ func (c *standardConfig) validate() error {
 		return configError("WithProfile", c.profile, "ProfileStandard, ProfileLegacy or ProfileAWS2026")
 	case c.retryAfterLimit < 0:
 		return configError("WithRetryAfterLimit", c.retryAfterLimit, ">= 0 (0 means no limit)")
+	case c.nilHook:
+		return configError("WithHook", "nil", "a non-nil Hook")
 	case c.maxScopes < 1:
 		return configError("WithMaxScopes", c.maxScopes, "1 or more")
 	case c.quotaSet && c.quota == nil:
@@ -130,6 +134,7 @@ func (c *standardConfig) newEngine(newLimiter func() *RateLimiter, perScopeLimit
 		classify:        c.classifier,
 		retryAfterLimit: c.retryAfterLimit,
 		longPolling:     c.longPolling,
+		hooks:           c.hooks,
 	}
 	if e.throttleBackoff == nil {
 		e.throttleBackoff = e.backoff

@@ -31,13 +31,14 @@ type TokenReleaser interface {
 
 // token is the RetryToken of Standard and Adaptive.
 type token struct {
-	owner   *engine
-	scope   *scopeState
-	retries int
-	delay   time.Duration
-	cost    int    // quota tokens taken to issue this token
-	pending bool   // the attempt still needs a send slot (see Gate)
-	used    uint32 // set once refreshed, recorded or released (atomic)
+	owner     *engine
+	scope     *scopeState
+	scopeName string
+	retries   int
+	delay     time.Duration
+	cost      int    // quota tokens taken to issue this token
+	pending   bool   // the attempt still needs a send slot (see Gate)
+	used      uint32 // set once refreshed, recorded or released (atomic)
 }
 
 func (t *token) Delay() time.Duration { return t.delay }
