@@ -54,7 +54,7 @@ func (c ConstantBackoff) validate() error {
 //
 // with U uniform in [0, 1): the cap applies before the jitter, and the
 // jitter applies to every retry, including those at the cap. Jitter 1 (full
-// jitter, the default) spreads delays over [0, d); jitter 0 waits exactly d.
+// jitter, the default) spreads delays over (0, d]; jitter 0 waits exactly d.
 //
 // An ExponentialBackoff is immutable and safe for concurrent use. Create one
 // with NewExponentialBackoff; the zero value never waits.
@@ -88,8 +88,8 @@ func WithMaxBackoff(d time.Duration) BackoffOption {
 }
 
 // WithJitter sets how much of each delay is random (default DefaultJitter):
-// 1 draws it from [0, d), 0.5 from (d/2, d], 0 waits exactly d. Valid:
-// [0, 1].
+// 1 draws it from (0, d], 0.5 from about [d/2, d], 0 waits exactly d.
+// Valid: [0, 1].
 func WithJitter(j float64) BackoffOption {
 	return func(b *ExponentialBackoff) { b.jitter = j }
 }
@@ -154,8 +154,8 @@ func (b *ExponentialBackoff) Delay(n int) time.Duration {
 // Cap returns the delay before retry n before jitter:
 // min(initial * scale^(n-1), max).
 func (b *ExponentialBackoff) Cap(n int) time.Duration {
-	if b == nil {
-		return 0
+	if b == nil || b.initial == 0 {
+		return 0 // and not 0 × +Inf = NaN once scale^(n-1) overflows
 	}
 	n = max(n, 1)
 	// Compare in float64 so that a large n saturates at max instead of

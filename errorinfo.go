@@ -140,7 +140,7 @@ func Classify(err error) Classification {
 		return c
 	}
 
-	walk(err, func(e error) bool {
+	walk(err, func(e error) {
 		if ri, ok := e.(RetryInfo); ok {
 			if c.Safety == SafetyMaybe {
 				c.Safety = ri.RetrySafety()
@@ -154,7 +154,6 @@ func Classify(err error) Classification {
 		if ei, ok := e.(ErrorInfo); ok && c.Fault == FaultUnknown {
 			c.Fault = ei.Fault()
 		}
-		return true
 	})
 	if c.Safety == SafetyMaybe {
 		switch c.Fault {
@@ -179,27 +178,22 @@ func Classify(err error) Classification {
 }
 
 // walk calls visit for err and every error in its chain, depth first, in
-// the order errors.As searches. It stops when visit returns false.
-func walk(err error, visit func(error) bool) bool {
+// the order errors.As searches.
+func walk(err error, visit func(error)) {
 	for err != nil {
-		if !visit(err) {
-			return false
-		}
+		visit(err)
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
-				if !walk(e, visit) {
-					return false
-				}
+				walk(e, visit)
 			}
-			return true
+			return
 		default:
-			return true
+			return
 		}
 	}
-	return true
 }
 
 // throttlingCodes are the service error codes the AWS SDKs treat as
@@ -295,21 +289,26 @@ func classifyStatus(err error, c *Classification) bool {
 	if s.Safety == SafetyMaybe {
 		return false
 	}
-	s.RetryAfter = c.RetryAfter
-	*c = s
+	c.Safety = s.Safety
+	c.Throttle = c.Throttle || s.Throttle
+	c.Timeout = c.Timeout || s.Timeout
+	if c.Fault == FaultUnknown {
+		c.Fault = s.Fault
+	}
 	return true
 }
 
 func classifyNetwork(err error, c *Classification) bool {
 	var (
-		unknownCA *x509.UnknownAuthorityError
+		unknownCA x509.UnknownAuthorityError // crypto/x509 returns it as a value
+		caPointer *x509.UnknownAuthorityError
 		invalid   x509.CertificateInvalidError
 		hostname  x509.HostnameError
 		verify    *tls.CertificateVerificationError
 		dns       *net.DNSError
 	)
 	switch {
-	case errors.As(err, &unknownCA), errors.As(err, &invalid),
+	case errors.As(err, &unknownCA), errors.As(err, &caPointer), errors.As(err, &invalid),
 		errors.As(err, &hostname), errors.As(err, &verify):
 		c.Safety, c.Fault = SafetyNo, FaultOther
 		return true

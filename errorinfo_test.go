@@ -223,7 +223,6 @@ func TestClassify(t *testing.T) {
 // tls.Config.VerifyPeerCertificate or VerifyConnection callback that
 // returns Verify's error unwrapped).
 func TestClassifyUnknownAuthorityValue(t *testing.T) {
-	t.Skip("BUG: classifyNetwork matches only *x509.UnknownAuthorityError; crypto/x509 returns the value type, which stays SafetyMaybe/FaultUnknown")
 	want := retry.Classification{Safety: retry.SafetyNo, Fault: retry.FaultOther}
 	for _, err := range []error{
 		x509.UnknownAuthorityError{},
@@ -239,7 +238,6 @@ func TestClassifyUnknownAuthorityValue(t *testing.T) {
 // the HTTP status step, as they survive the code, cancellation and network
 // steps.
 func TestClassifyStatusKeepsRetryInfoFlags(t *testing.T) {
-	t.Skip("BUG: classifyStatus replaces the whole Classification, dropping Throttle/Timeout from an undecided RetryInfo and an ErrorInfo FaultOther")
 	tests := []struct {
 		name string
 		err  error

@@ -265,7 +265,6 @@ func TestTokenBucketWaitMode(t *testing.T) {
 // A wait longer than time.Duration can hold (about 292 years) must
 // saturate, not wrap to a negative wait that lets the retry go at once.
 func TestTokenBucketWaitModeWaitOverflow(t *testing.T) {
-	t.Skip("BUG: Acquire converts a wait beyond math.MaxInt64 ns with time.Duration(float64), which wraps to math.MinInt64")
 	clk := newManualClock()
 	b := newBucket(t, retry.WithClock(clk), retry.WithCircuitBreaker(false),
 		retry.WithRefillRate(1e-9), retry.WithMaxCapacity(0))
