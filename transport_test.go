@@ -478,12 +478,19 @@ func TestTransportClosesLargeFailedBodies(t *testing.T) {
 	assert.Equal(t, "ok", readBody(t, resp))
 }
 
-func TestTransportConnectionRefused(t *testing.T) {
-	checkLeaks(t)
+// refusedAddr returns a loopback address where connections are refused.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
+	return addr
+}
+
+func TestTransportConnectionRefused(t *testing.T) {
+	checkLeaks(t)
+	addr := refusedAddr(t)
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	s := &recorder{max: 3}
@@ -504,10 +511,7 @@ func TestTransportConnectionRefused(t *testing.T) {
 
 func TestTransportThroughClient(t *testing.T) {
 	checkLeaks(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := refusedAddr(t)
 	base := &http.Transport{}
 	client := &http.Client{Transport: &retry.Transport{Base: base, Strategy: fast(t, 2)}}
 	t.Cleanup(client.CloseIdleConnections)
