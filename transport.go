@@ -31,9 +31,9 @@ import (
 // Any other request is sent once. Retries never change the caller's
 // request: each one is a clone, with a fresh body from GetBody.
 //
-// When the strategy gives up after a failed response, RoundTrip returns
-// that last response, body intact, and a nil error, as a plain http.Client
-// would; the strategy's reason is lost. Before each retry the body of the
+// When the strategy gives up after a failed response (a 503 on the last
+// attempt, or a 404 it does not retry), RoundTrip returns that response,
+// body intact, and a nil error, as a plain http.Client would. Before each retry the body of the
 // failed response is read (up to 4 KiB) and closed, so its connection can
 // serve the next attempt. When the last attempt failed with an error, or
 // the request's context ended, RoundTrip returns a nil response and an
@@ -268,7 +268,7 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 		check = CheckStatus
 	}
 	if err := check(resp); err != nil {
-		if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok {
+		if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok && d > 0 {
 			err = WithRetryAfter(err, d)
 		}
 		rt.failed = resp
