@@ -772,3 +772,19 @@ func TestIsIdempotent(t *testing.T) {
 		assert.Equal(t, tc.want, retry.IsIdempotent(req), "%s %v", tc.method, tc.header)
 	}
 }
+
+func TestTransportBrokenBase(t *testing.T) {
+	errBroken := errors.New("broken")
+	resp, body := response(200, "ignored")
+	both := roundTripperFunc(func(*http.Request) (*http.Response, error) { return resp, errBroken })
+	neither := roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
+
+	got, err := (&retry.Transport{Base: both, Strategy: fast(t, 3)}).RoundTrip(httptest.NewRequest("GET", "http://example.test/", nil))
+	assert.Nil(t, got)
+	assert.ErrorIs(t, err, errBroken)
+	assert.True(t, body.closed, "a response returned with an error is closed")
+
+	got, err = (&retry.Transport{Base: neither, Strategy: fast(t, 3)}).RoundTrip(httptest.NewRequest("GET", "http://example.test/", nil))
+	assert.Nil(t, got)
+	assert.ErrorContains(t, err, "returned neither a response nor an error")
+}
