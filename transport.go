@@ -1,0 +1,327 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Transport is an http.RoundTripper that retries failed requests: it sends
+// each attempt through Base and lets Strategy decide whether, and when, to
+// send again. The zero value retries idempotent requests through
+// http.DefaultTransport with the DefaultStrategy.
+//
+// An attempt fails if Base returns an error (connection refused, reset,
+// a timeout...) or if CheckResponse turns the response into an error; by
+// default any status of 400 or more is a failure, and Classify retries
+// 500, 502, 503 and 504, the throttling statuses 429 and 509, 408, and the
+// AWS throttling error codes of the x-amzn-ErrorType header. A server's
+// retry hint, in the x-amz-retry-after or Retry-After header (see
+// ParseRetryAfter), is attached to the failure with WithRetryAfter, so the
+// strategy waits at least that long.
+//
+// Only requests that may be sent twice are retried: those Idempotent
+// allows (by default GET, HEAD, OPTIONS, TRACE, PUT and DELETE, and any
+// request with an Idempotency-Key or X-Idempotency-Key header) whose body
+// can be sent again, because Body is nil or http.NoBody or GetBody is set.
+// Any other request is sent once. Retries never change the caller's
+// request: each one is a clone, with a fresh body from GetBody.
+//
+// When the strategy gives up after a failed response (a 503 on the last
+// attempt, or a 404 it does not retry), RoundTrip returns that response,
+// body intact, and a nil error, as a plain http.Client would. Before each
+// retry the body of the failed response is read (up to 4 KiB) and closed,
+// so its connection can serve the next attempt. When the last attempt failed with an error, or
+// the request's context ended, RoundTrip returns a nil response and an
+// *Error that wraps the last attempt's error and the reason for giving up.
+// A retry waits the token's delay unless the request's context ends first;
+// no attempt starts after it has ended.
+//
+// A Transport is safe for concurrent use by multiple goroutines, as long
+// as its fields are not changed once it is in use.
+type Transport struct {
+	// Base sends each attempt. nil: http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Strategy decides on retries. nil: DefaultStrategy(), shared by the
+	// whole process.
+	Strategy RetryStrategy
+
+	// Scope names the strategy scope a request's attempts are counted in,
+	// so that, with the strategies of this package, each scope has its own
+	// retry quota and rate limiter. nil: the request's URL.Host, as
+	// written (one scope per host and port).
+	Scope func(req *http.Request) string
+
+	// Idempotent reports whether a request may be sent more than once.
+	// Whatever it says, a request whose body cannot be sent again (Body
+	// set, other than http.NoBody, and GetBody nil) is sent once. nil:
+	// IsIdempotent.
+	Idempotent func(req *http.Request) bool
+
+	// CheckResponse returns the error that resp stands for, or nil if resp
+	// is a success. The error is what the strategy classifies. It must not
+	// read or close the body. nil: CheckStatus.
+	CheckResponse func(resp *http.Response) error
+
+	// Clock is the time that a Retry-After HTTP date is measured from.
+	// nil: the system clock.
+	Clock Clock
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// drainLimit is how much of a failed response's body is read before it is
+// closed: enough for a typical error document, so that the connection can
+// be reused, but not so much that a large body costs more than a new
+// connection would.
+const drainLimit = 4 << 10
+
+// RoundTrip sends req, retrying as the Transport's documentation says. It
+// returns either a response or an error, never both.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	rt := &roundTrip{
+		RetryStrategy: t.Strategy,
+		t:             t,
+		req:           req,
+		base:          t.Base,
+		replay:        t.replayable(req),
+	}
+	if rt.RetryStrategy == nil {
+		rt.RetryStrategy = DefaultStrategy()
+	}
+	if rt.base == nil {
+		rt.base = http.DefaultTransport
+	}
+	resp, err := Do(ctx, rt.attempt, WithStrategy(rt), WithScope(t.scope(req)))
+	if err == nil {
+		return resp, nil
+	}
+	if rt.attempts == 0 && req.Body != nil {
+		req.Body.Close() // a RoundTripper closes the body, even on errors
+	}
+	if last := rt.failed; last != nil {
+		if ctx.Err() == nil {
+			return last, nil
+		}
+		discard(last)
+	}
+	return nil, err
+}
+
+// CloseIdleConnections closes the idle connections of Base, if it has such
+// a method. http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+func (t *Transport) scope(req *http.Request) string {
+	switch {
+	case t.Scope != nil:
+		return t.Scope(req)
+	case req.URL != nil:
+		return req.URL.Host
+	}
+	return ""
+}
+
+// replayable reports whether req may be sent more than once.
+func (t *Transport) replayable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	if t.Idempotent != nil {
+		return t.Idempotent(req)
+	}
+	return IsIdempotent(req)
+}
+
+func (t *Transport) now() time.Time {
+	if t.Clock != nil {
+		return t.Clock.Now()
+	}
+	return time.Now()
+}
+
+// IsIdempotent reports whether sending req twice has the effect of sending
+// it once, by the rule net/http applies before it resends a request: the
+// method is GET (or empty), HEAD, OPTIONS or TRACE, or the header has an
+// Idempotency-Key or X-Idempotency-Key entry (even one with no values,
+// which net/http does not send). Unlike net/http, it also counts PUT and
+// DELETE, which RFC 9110 defines as idempotent.
+func IsIdempotent(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	if _, ok := req.Header["Idempotency-Key"]; ok {
+		return true
+	}
+	_, ok := req.Header["X-Idempotency-Key"]
+	return ok
+}
+
+// StatusError is the error of an attempt whose response had a failing
+// HTTP status. CheckStatus returns it. Classify reads its status code
+// through HTTPStatusCode and its service error code through ErrorCode.
+type StatusError struct {
+	StatusCode int    // the response's status code, such as 503
+	Status     string // the response's status line, such as "503 Service Unavailable"; may be empty
+	Code       string // the service error code, such as "ThrottlingException"; "" if none
+}
+
+// Error describes the status and the service error code, if any.
+func (e *StatusError) Error() string {
+	status := e.Status
+	if status == "" {
+		status = strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
+	}
+	if e.Code != "" {
+		return fmt.Sprintf("retry: HTTP status %s (%s)", status, e.Code)
+	}
+	return "retry: HTTP status " + status
+}
+
+// HTTPStatusCode returns e.StatusCode.
+func (e *StatusError) HTTPStatusCode() int { return e.StatusCode }
+
+// ErrorCode returns e.Code.
+func (e *StatusError) ErrorCode() string { return e.Code }
+
+// CheckStatus is the default CheckResponse of a Transport: it returns nil
+// for a status below 400 and a *StatusError otherwise. The error's Code is
+// the service error code of the x-amzn-ErrorType header, as AWS JSON
+// services send it ("ThrottlingException:http://..." gives
+// "ThrottlingException"), so that throttling reported with a 400 status
+// is retried as throttling.
+func CheckStatus(resp *http.Response) error {
+	if resp.StatusCode < 400 {
+		return nil
+	}
+	code := resp.Header.Get("X-Amzn-Errortype")
+	if i := strings.IndexByte(code, ':'); i >= 0 {
+		code = code[:i]
+	}
+	if i := strings.LastIndexByte(code, '#'); i >= 0 {
+		code = code[i+1:] // a namespace prefix: "aws.protocols#ThrottlingException"
+	}
+	return &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Code: strings.TrimSpace(code)}
+}
+
+// roundTrip is the state of one RoundTrip call. It is also the strategy
+// the call's Do drives: the Transport's strategy, which it wraps to release
+// a failed response as soon as a retry is granted, rather than holding its
+// connection through the wait.
+type roundTrip struct {
+	RetryStrategy
+	t        *Transport
+	req      *http.Request
+	base     http.RoundTripper
+	replay   bool           // req may be sent again
+	attempts int            // attempts started
+	failed   *http.Response // the latest failed attempt's response, body unread
+}
+
+// attempt sends req once: the first time as it is, later as a clone with a
+// fresh body.
+func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
+	if rt.failed != nil {
+		discard(rt.failed)
+		rt.failed = nil
+	}
+	rt.attempts++
+	req := rt.req
+	if rt.attempts > 1 {
+		req = req.Clone(ctx)
+		if rt.req.GetBody != nil {
+			body, err := rt.req.GetBody()
+			if err != nil {
+				return nil, Permanent(fmt.Errorf("retry: rewinding the request body: %w", err))
+			}
+			req.Body = body
+		}
+	}
+	resp, err := rt.base.RoundTrip(req)
+	switch {
+	case err != nil:
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close() // a broken RoundTripper returned both
+		}
+		return nil, rt.mark(err)
+	case resp == nil:
+		return nil, rt.mark(fmt.Errorf("retry: %T.RoundTrip returned neither a response nor an error", rt.base))
+	}
+	check := rt.t.CheckResponse
+	if check == nil {
+		check = CheckStatus
+	}
+	if err := check(resp); err != nil {
+		if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok && d > 0 {
+			err = WithRetryAfter(err, d)
+		}
+		rt.failed = resp
+		return nil, rt.mark(err)
+	}
+	return resp, nil
+}
+
+// mark makes err, the failure of an attempt, not retryable if the request
+// cannot be sent again. It keeps what Classify finds of throttling and
+// timeouts, so that a strategy's rate limiter still learns from it.
+func (rt *roundTrip) mark(err error) error {
+	if rt.replay {
+		return err
+	}
+	c := Classify(err)
+	return &marked{err: err, safety: SafetyNo, throttle: c.Throttle, timeout: c.Timeout}
+}
+
+// RefreshRetryToken asks the wrapped strategy for a retry and, if it grants
+// one, releases the failed response before Do waits: its connection can
+// then serve other requests, or the retry itself. If the request's deadline
+// would pass before the retry could start, Do will give up without waiting
+// and the response is kept for the caller.
+func (rt *roundTrip) RefreshRetryToken(token RetryToken, err error) (RetryToken, error) {
+	next, rerr := rt.RetryStrategy.RefreshRetryToken(token, err)
+	if rerr != nil || next == nil || rt.failed == nil {
+		return next, rerr
+	}
+	d := next.Delay()
+	if deadline, ok := rt.req.Context().Deadline(); ok && d > 0 && !time.Now().Add(d).Before(deadline) {
+		return next, nil // as wait decides: Do stops with ErrDeadlineTooSoon
+	}
+	discard(rt.failed)
+	rt.failed = nil
+	return next, nil
+}
+
+// ReleaseToken gives token back to the wrapped strategy, if it takes
+// tokens back.
+func (rt *roundTrip) ReleaseToken(token RetryToken) error {
+	if r, ok := rt.RetryStrategy.(TokenReleaser); ok {
+		return r.ReleaseToken(token)
+	}
+	return nil
+}
+
+// discard reads a little of resp's body, so that its connection can be
+// reused if the body is short, and closes it.
+func discard(resp *http.Response) {
+	if resp.Body == nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
+	resp.Body.Close()
+}
