@@ -17,19 +17,19 @@ import (
 	"github.com/retrykit/retry"
 )
 
-// recorder is a Hook that keeps every event.
-type recorder struct {
+// eventRecorder is a Hook that keeps every event.
+type eventRecorder struct {
 	mu     sync.Mutex
 	events []retry.Event
 }
 
-func (r *recorder) hook(ev retry.Event) {
+func (r *eventRecorder) hook(ev retry.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
 }
 
-func (r *recorder) kinds() []retry.EventKind {
+func (r *eventRecorder) kinds() []retry.EventKind {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []retry.EventKind
@@ -56,7 +56,7 @@ func TestHookEvents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var r recorder
+				var r eventRecorder
 				s, err := retry.NewStandard(retry.WithHook(r.hook), retry.WithBackoff(retry.ConstantBackoff(time.Second)))
 				require.NoError(t, err)
 				fn, _ := failing(tt.errs...)
@@ -86,7 +86,7 @@ func TestHookEvents(t *testing.T) {
 }
 
 func TestHookThrottleClassification(t *testing.T) {
-	var r recorder
+	var r eventRecorder
 	s, err := retry.NewStandard(retry.WithHook(r.hook))
 	require.NoError(t, err)
 	tok, _ := s.AcquireInitialToken("")
@@ -100,7 +100,7 @@ func TestHookThrottleClassification(t *testing.T) {
 
 func TestHookAbandonedRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var r recorder
+		var r eventRecorder
 		s, err := retry.NewStandard(retry.WithHook(r.hook), retry.WithBackoff(retry.ConstantBackoff(time.Minute)))
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)

@@ -264,7 +264,7 @@ func wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(deadline) {
+	if tooSoon(ctx, d) {
 		return fmt.Errorf("%w (waiting %v): %w", ErrDeadlineTooSoon, d, context.DeadlineExceeded)
 	}
 	t := time.NewTimer(d)
@@ -275,6 +275,13 @@ func wait(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// tooSoon reports whether ctx's deadline would pass before a wait of d
+// ends.
+func tooSoon(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && d > 0 && !time.Now().Add(d).Before(deadline)
 }
 
 // contextReason returns ctx's error, with its cause if that says more.

@@ -298,13 +298,21 @@ func (rt *roundTrip) RefreshRetryToken(token RetryToken, err error) (RetryToken,
 	if rerr != nil || next == nil || rt.failed == nil {
 		return next, rerr
 	}
-	d := next.Delay()
-	if deadline, ok := rt.req.Context().Deadline(); ok && d > 0 && !time.Now().Add(d).Before(deadline) {
+	if tooSoon(rt.req.Context(), next.Delay()) {
 		return next, nil // as wait decides: Do stops with ErrDeadlineTooSoon
 	}
 	discard(rt.failed)
 	rt.failed = nil
 	return next, nil
+}
+
+// Admit asks the wrapped strategy whether the attempt may go, if it is a
+// Gate (an Adaptive strategy's rate limiter hands out send slots).
+func (rt *roundTrip) Admit(token RetryToken) (time.Duration, error) {
+	if g, ok := rt.RetryStrategy.(Gate); ok {
+		return g.Admit(token)
+	}
+	return 0, nil
 }
 
 // ReleaseToken gives token back to the wrapped strategy, if it takes

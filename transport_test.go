@@ -788,3 +788,32 @@ func TestTransportBrokenBase(t *testing.T) {
 	assert.Nil(t, got)
 	assert.ErrorContains(t, err, "returned neither a response nor an error")
 }
+
+// An Adaptive strategy's rate limiter gates the Transport's attempts: once
+// throttled, a fail-fast limiter refuses the request before it is sent.
+func TestTransportAdaptiveRateLimits(t *testing.T) {
+	checkLeaks(t)
+	srv := newScriptedServer(t, 429).start(t)
+	a, err := retry.NewAdaptive(retry.WithFailFast(true), retry.WithMaxAttempts(1))
+	require.NoError(t, err)
+	tr := &retry.Transport{Base: srv.Client().Transport, Strategy: a, Scope: func(*http.Request) string { return "" }}
+
+	resp, err := get(t, tr, srv.URL)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	readBody(t, resp)
+	require.True(t, a.RateLimiter().Stats().Enabled, "the 429 reached the limiter")
+
+	refused := 0
+	for range 5 {
+		resp, err := get(t, tr, srv.URL)
+		if err != nil {
+			require.ErrorIs(t, err, retry.ErrRateLimited)
+			refused++
+			continue
+		}
+		readBody(t, resp)
+	}
+	assert.Positive(t, refused, "the limiter refused sends at its minimum rate")
+	assert.Less(t, srv.requests(), 6)
+}
