@@ -78,7 +78,7 @@ func FuzzClassify(f *testing.F) {
 func FuzzStrategyOptions(f *testing.F) {
 	f.Add(3, int64(10e6), 1.5, int64(20e9), 1.0, 500, 5, 10, 0.0, true, 0.7)
 	f.Add(0, int64(-1), 0.5, int64(0), 2.0, -1, -5, 0, math.NaN(), false, 1.0)
-	f.Add(1, int64(0), math.Inf(1), int64(math.MaxInt64), -0.0, 0, 0, 0, math.Inf(1), false, 0.0)
+	f.Add(1, int64(0), math.Inf(1), int64(math.MaxInt64), math.Copysign(0, -1), 0, 0, 0, math.Inf(1), false, 0.0)
 	f.Fuzz(func(t *testing.T, attempts int, initial int64, scale float64, maxBackoff int64, jitter float64,
 		capacity, retryCost, timeoutCost int, refill float64, breaker bool, beta float64) {
 		backoff, err := retry.NewExponentialBackoff(retry.WithInitialDelay(time.Duration(initial)),

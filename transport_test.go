@@ -88,8 +88,7 @@ func fast(t *testing.T, attempts int) *retry.Standard {
 // recorder is a strategy that allows max attempts, each without delay, and
 // records what it is told.
 type recorder struct {
-	max   int
-	delay time.Duration
+	max int
 
 	mu        sync.Mutex
 	scopes    []string
