@@ -232,10 +232,17 @@ func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 // capacity. In wait mode, tokens owed to waiting retries are paid first. A
 // negative n is an error.
 func (b *TokenBucket) Release(n int) error {
+	if n > 0 && b.full.Load() {
+		return nil // the common case, kept small enough to inline: no lock
+	}
+	return b.release(n)
+}
+
+func (b *TokenBucket) release(n int) error {
 	if n < 0 {
 		return fmt.Errorf("%w: TokenBucket.Release(%d)", errNegativeTokens, n)
 	}
-	if n == 0 || b.full.Load() {
+	if n == 0 {
 		return nil
 	}
 	b.mu.Lock()
