@@ -15,28 +15,6 @@ import (
 	"github.com/retrykit/retry"
 )
 
-// limiterTestClock is a Clock that moves only when a test moves it.
-type limiterTestClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newLimiterTestClock() *limiterTestClock {
-	return &limiterTestClock{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *limiterTestClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *limiterTestClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func newTestRateLimiter(t testing.TB, opts ...retry.RateLimiterOption) *retry.RateLimiter {
 	t.Helper()
 	l, err := retry.NewRateLimiter(opts...)
@@ -91,7 +69,7 @@ func TestNewRateLimiterValidOptions(t *testing.T) {
 		{retry.WithScaleConstant(1e-9), retry.WithSmoothing(1), retry.WithMinFillRate(1e-9)},
 		{retry.WithMinCapacity(1), retry.WithMinCapacity(100)},
 		{retry.WithMeasurementWindow(time.Nanosecond), retry.WithReductionCooldown(0)},
-		{retry.WithFailFast(true), retry.WithClock(newLimiterTestClock())},
+		{retry.WithFailFast(true), retry.WithClock(newManualClock())},
 	} {
 		if _, err := retry.NewRateLimiter(opts...); err != nil {
 			t.Errorf("NewRateLimiter: %v", err)
@@ -100,7 +78,7 @@ func TestNewRateLimiterValidOptions(t *testing.T) {
 }
 
 func TestRateLimiterInitialStats(t *testing.T) {
-	l := newTestRateLimiter(t, retry.WithClock(newLimiterTestClock()))
+	l := newTestRateLimiter(t, retry.WithClock(newManualClock()))
 	if got := l.Stats(); got != (retry.RateLimiterStats{}) {
 		t.Errorf("Stats() = %+v, want the zero value", got)
 	}
@@ -108,7 +86,7 @@ func TestRateLimiterInitialStats(t *testing.T) {
 
 func TestRateLimiterDisabledUntilThrottle(t *testing.T) {
 	for _, failFast := range []bool{false, true} {
-		clock := newLimiterTestClock()
+		clock := newManualClock()
 		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(failFast))
 		for i := range 100 {
 			if d, err := l.Acquire(); d != 0 || err != nil {
@@ -133,9 +111,9 @@ func TestRateLimiterDisabledUntilThrottle(t *testing.T) {
 // throttledLimiter returns a limiter that has just been throttled with
 // nothing measured: its fill rate is the minimum, 0.5/s, its capacity 1, and
 // its bucket empty.
-func throttledLimiter(t *testing.T, opts ...retry.RateLimiterOption) (*retry.RateLimiter, *limiterTestClock) {
+func throttledLimiter(t *testing.T, opts ...retry.RateLimiterOption) (*retry.RateLimiter, *manualClock) {
 	t.Helper()
-	clock := newLimiterTestClock()
+	clock := newManualClock()
 	l := newTestRateLimiter(t, append([]retry.RateLimiterOption{retry.WithClock(clock)}, opts...)...)
 	clock.Advance(100 * time.Millisecond)
 	l.Update(true)
@@ -212,7 +190,7 @@ func TestRateLimiterFailFast(t *testing.T) {
 }
 
 // warmUp sends 20 attempts a second for 4 s, all successful.
-func warmUp(l *retry.RateLimiter, clock *limiterTestClock) {
+func warmUp(l *retry.RateLimiter, clock *manualClock) {
 	for range 80 {
 		clock.Advance(50 * time.Millisecond)
 		l.Update(false)
@@ -221,7 +199,7 @@ func warmUp(l *retry.RateLimiter, clock *limiterTestClock) {
 
 func TestRateLimiterReductionCooldown(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
-		clock := newLimiterTestClock()
+		clock := newManualClock()
 		l := newTestRateLimiter(t, retry.WithClock(clock))
 		warmUp(l, clock)
 		l.Update(true)
@@ -247,7 +225,7 @@ func TestRateLimiterReductionCooldown(t *testing.T) {
 	})
 
 	t.Run("published", func(t *testing.T) {
-		clock := newLimiterTestClock()
+		clock := newManualClock()
 		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithReductionCooldown(0))
 		warmUp(l, clock)
 		l.Update(true)
@@ -268,7 +246,7 @@ func TestRateLimiterReductionCooldown(t *testing.T) {
 // only on the time since its creation.
 func TestRateLimiterStartsAtCreation(t *testing.T) {
 	run := func(start time.Time) []retry.RateLimiterStats {
-		clock := &limiterTestClock{now: start}
+		clock := &manualClock{now: start}
 		l := newTestRateLimiter(t, retry.WithClock(clock))
 		var stats []retry.RateLimiterStats
 		for i := range 200 {

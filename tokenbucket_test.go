@@ -379,29 +379,33 @@ func watchBucket(b *retry.TokenBucket, stop <-chan struct{}) (samples *atomic.In
 	return samples, bad, finished
 }
 
-// TestTokenBucketStress runs goroutines that each acquire random amounts
-// and release only what they acquired, so the bucket can never cap a
-// release: at the end it holds exactly capacity minus what is still out.
-func TestTokenBucketStress(t *testing.T) {
-	const (
-		capacity   = 2000
-		goroutines = 256
-		ops        = 400
-	)
-	b := newBucket(t, retry.WithMaxCapacity(capacity))
+// hammerResult is what hammerBucket saw.
+type hammerResult struct {
+	outstanding int   // tokens still held when the goroutines stopped
+	acquired    int64 // acquires that took their tokens
+	waited      int64 // of those, acquires that were told to wait (wait mode)
+	refused     int64 // acquires refused with ErrRetryQuotaExceeded
+	samples     int64 // snapshots the watcher checked
+}
+
+// hammerBucket runs 256 goroutines that each acquire random amounts and
+// release only what they acquired, so the bucket can never cap a release,
+// while a watcher checks every snapshot's bounds. It fails t on any
+// unexpected error or bad snapshot.
+func hammerBucket(t *testing.T, b *retry.TokenBucket, seed uint64) hammerResult {
+	t.Helper()
+	const goroutines, ops = 256, 400
 	stop := make(chan struct{})
 	samples, bad, watched := watchBucket(b, stop)
-
 	var (
-		wg          sync.WaitGroup
-		outstanding [goroutines]int // what each goroutine still holds
-		acquired    atomic.Int64
-		refused     atomic.Int64
-		failures    atomic.Int64
+		wg                        sync.WaitGroup
+		outstanding               [goroutines]int
+		acquired, waited, refused atomic.Int64
+		failures                  atomic.Int64
 	)
 	for g := range goroutines {
 		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(g), 0x5eed))
+			r := rand.New(rand.NewPCG(uint64(g), seed))
 			var held []int
 			for range ops {
 				if len(held) == 0 || (len(held) < 4 && r.IntN(2) == 0) {
@@ -410,9 +414,12 @@ func TestTokenBucketStress(t *testing.T) {
 					switch {
 					case errors.Is(err, retry.ErrRetryQuotaExceeded):
 						refused.Add(1)
-					case err != nil || wait != 0:
+					case err != nil || wait < 0:
 						failures.Add(1)
 					default:
+						if wait > 0 {
+							waited.Add(1)
+						}
 						held = append(held, n)
 						acquired.Add(1)
 					}
@@ -435,91 +442,40 @@ func TestTokenBucketStress(t *testing.T) {
 
 	require.Zero(t, failures.Load())
 	require.Nil(t, bad.Load(), "watcher saw a bad snapshot")
-	out := 0
+	res := hammerResult{acquired: acquired.Load(), waited: waited.Load(), refused: refused.Load(), samples: samples.Load()}
 	for _, n := range outstanding {
-		out += n
+		res.outstanding += n
 	}
-	s := b.Stats()
-	assert.Equal(t, float64(capacity-out), s.Available, "capacity %d - outstanding %d", capacity, out)
-	assert.Zero(t, s.Owed)
-	t.Logf("acquired %d, refused %d, outstanding %d tokens, %d snapshots", acquired.Load(), refused.Load(), out, samples.Load())
-	assert.Positive(t, acquired.Load())
+	t.Logf("%+v", res)
+	return res
+}
 
-	// Giving everything back fills the bucket exactly.
-	for _, n := range outstanding {
-		require.NoError(t, b.Release(n))
-	}
-	assert.Equal(t, float64(capacity), b.Stats().Available)
+// TestTokenBucketStress hammers a bucket in circuit-breaker mode: at the
+// end it holds exactly capacity minus what is still out.
+func TestTokenBucketStress(t *testing.T) {
+	const capacity = 2000
+	b := newBucket(t, retry.WithMaxCapacity(capacity))
+	res := hammerBucket(t, b, 0x5eed)
+	s := b.Stats()
+	assert.Equal(t, float64(capacity-res.outstanding), s.Available)
+	assert.Zero(t, s.Owed)
+	assert.Zero(t, res.waited, "circuit-breaker mode never waits")
 }
 
 // TestTokenBucketWaitModeStress is the same in wait mode, where acquires
 // beyond the level run into debt instead of being refused. The clock does
 // not move, so refill never caps a release either.
 func TestTokenBucketWaitModeStress(t *testing.T) {
-	const (
-		capacity   = 100
-		goroutines = 256
-		ops        = 400
-	)
-	clk := newManualClock()
-	b := newBucket(t, retry.WithMaxCapacity(capacity), retry.WithClock(clk),
+	const capacity = 100
+	b := newBucket(t, retry.WithMaxCapacity(capacity), retry.WithClock(newManualClock()),
 		retry.WithCircuitBreaker(false), retry.WithRefillRate(10))
-	stop := make(chan struct{})
-	samples, bad, watched := watchBucket(b, stop)
-
-	var (
-		wg          sync.WaitGroup
-		outstanding [goroutines]int
-		waited      atomic.Int64
-		failures    atomic.Int64
-	)
-	for g := range goroutines {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(g), 0xdeb7))
-			var held []int
-			for range ops {
-				if len(held) == 0 || (len(held) < 4 && r.IntN(2) == 0) {
-					n := r.IntN(11)
-					wait, err := b.Acquire(n)
-					if err != nil || wait < 0 {
-						failures.Add(1)
-						continue
-					}
-					if wait > 0 {
-						waited.Add(1)
-					}
-					held = append(held, n)
-					continue
-				}
-				i := r.IntN(len(held))
-				if err := b.Release(held[i]); err != nil {
-					failures.Add(1)
-				}
-				held = append(held[:i], held[i+1:]...)
-			}
-			for _, n := range held {
-				outstanding[g] += n
-			}
-		})
-	}
-	wg.Wait()
-	close(stop)
-	<-watched
-
-	require.Zero(t, failures.Load())
-	require.Nil(t, bad.Load(), "watcher saw a bad snapshot")
-	out := 0
-	for _, n := range outstanding {
-		out += n
-	}
+	res := hammerBucket(t, b, 0xdeb7)
 	s := b.Stats()
-	assert.Equal(t, float64(capacity-out), s.Available-s.Owed, "capacity %d - outstanding %d", capacity, out)
-	t.Logf("%d acquires waited, outstanding %d tokens, %d snapshots", waited.Load(), out, samples.Load())
-	assert.Positive(t, waited.Load(), "the test must run into debt")
+	assert.Equal(t, float64(capacity-res.outstanding), s.Available-s.Owed)
+	assert.Zero(t, res.refused, "wait mode never refuses")
+	assert.Positive(t, res.waited, "the test must run into debt")
 
-	for _, n := range outstanding {
-		require.NoError(t, b.Release(n))
-	}
+	require.NoError(t, b.Release(res.outstanding))
 	assert.Equal(t, retry.TokenBucketStats{Available: capacity, Capacity: capacity, RefillRate: 10}, b.Stats())
 }
 
