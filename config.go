@@ -2,6 +2,7 @@ package retry
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -38,7 +39,7 @@ func (m retryMode) String() string {
 const validModes = "standard, adaptive or legacy (in any case)"
 
 // validMaxAttempts describes the values max attempts may take, for errors.
-const validMaxAttempts = "a decimal integer of 1 or more (1 means no retries)"
+var validMaxAttempts = fmt.Sprintf("a decimal integer from 1 to %d (1 means no retries)", math.MaxInt)
 
 // environment is what the environment and the shared config file select.
 type environment struct {
