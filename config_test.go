@@ -375,12 +375,18 @@ func FuzzFromEnvironment(f *testing.F) {
 	f.Add("fast", "99999999999999999999", "yes", "[default\n")
 	f.Add("", "", "false", "[profile default]\nmax_attempts = 3 # x\n  continued\n")
 	f.Add("", "-1", "", "\uFEFF[default]\r\nretry_mode = adaptive\r\n")
+	// One file, rewritten for each input: the inputs of one process run
+	// one at a time.
+	path := filepath.Join(f.TempDir(), "config")
 	f.Fuzz(func(t *testing.T, mode, maxAttempts, newRetries, file string) {
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		env := map[string]string{
 			"AWS_RETRY_MODE":       mode,
 			"AWS_MAX_ATTEMPTS":     maxAttempts,
 			"AWS_NEW_RETRIES_2026": newRetries,
-			"AWS_CONFIG_FILE":      writeConfig(t, file),
+			"AWS_CONFIG_FILE":      path,
 		}
 		s, err := retry.FromEnvironmentLookup(mapLookup(env))
 		if err != nil {
