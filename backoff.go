@@ -113,7 +113,10 @@ func NewExponentialBackoff(opts ...BackoffOption) (*ExponentialBackoff, error) {
 		jitter:  DefaultJitter,
 		rand:    rand.Float64,
 	}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, configError(fmt.Sprintf("option %d", i), "nil", "a non-nil BackoffOption")
+		}
 		opt(b)
 	}
 	if err := b.check(); err != nil {

@@ -1,5 +1,7 @@
 package retry
 
+import "fmt"
+
 // The option types form a small hierarchy so that one option value can be
 // passed to every constructor it makes sense for:
 //
@@ -97,4 +99,15 @@ func (f limiterOption) applyLimiter(c *limiterConfig) { f(c) }
 func (f limiterOption) applyAdaptive(c *adaptiveConfig) {
 	f(&c.limiter)
 	c.limiterOptions = true
+}
+
+// checkOptions reports a nil option, which would otherwise panic when
+// applied.
+func checkOptions[O any](opts []O) error {
+	for i, o := range opts {
+		if any(o) == nil {
+			return configError(fmt.Sprintf("option %d", i), "nil", "a non-nil option")
+		}
+	}
+	return nil
 }

@@ -145,6 +145,9 @@ type RateLimiterStats struct {
 // Default* constants, the system clock, and waits rather than failing fast.
 // A bad option value is an error wrapping ErrInvalidConfig.
 func NewRateLimiter(opts ...RateLimiterOption) (*RateLimiter, error) {
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
 	cfg := defaultLimiterConfig()
 	for _, o := range opts {
 		o.applyLimiter(&cfg)

@@ -67,6 +67,9 @@ func (c *adaptiveConfig) validate() error {
 // option value is an error wrapping ErrInvalidConfig that names the option
 // and its valid range.
 func NewAdaptive(opts ...AdaptiveOption) (*Adaptive, error) {
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
 	cfg := configure(opts, adaptiveDefaults, AdaptiveOption.applyAdaptive, func(c *adaptiveConfig) Profile { return c.profile })
 	if err := cfg.validate(); err != nil {
 		return nil, err

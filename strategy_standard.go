@@ -169,6 +169,9 @@ func (c *standardConfig) newEngine(newLimiter func() *RateLimiter, perScopeLimit
 // changed by opts. A bad option value is an error wrapping ErrInvalidConfig
 // that names the option and its valid range.
 func NewStandard(opts ...StandardOption) (*Standard, error) {
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
 	cfg := configure(opts, profileConfig, StandardOption.applyStandard, func(c *standardConfig) Profile { return c.profile })
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -302,4 +303,22 @@ func TestStandardStress(t *testing.T) {
 	close(stop)
 	require.NoError(t, <-watched)
 	assert.Equal(t, float64(goroutines*5), q.Stats().Available, "every retry's cost came back")
+}
+
+// A nil option is an error, never a panic, in every constructor.
+func TestNilOptions(t *testing.T) {
+	_, err := retry.NewStandard(nil)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "option 0")
+	_, err = retry.NewAdaptive(retry.WithMaxAttempts(2), nil)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "option 1")
+	_, err = retry.NewTokenBucket(nil)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	_, err = retry.NewRateLimiter(nil)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	_, err = retry.NewExponentialBackoff(nil)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	_, err = retry.Poll(t.Context(), func(context.Context) (int, retry.PollStatus, error) { return 0, retry.PollDone, nil }, nil)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
 }

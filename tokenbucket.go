@@ -164,6 +164,9 @@ func WithCircuitBreaker(on bool) TokenBucketOption {
 // changed by opts. A bad option value is an error wrapping ErrInvalidConfig
 // that names the option.
 func NewTokenBucket(opts ...TokenBucketOption) (*TokenBucket, error) {
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
 	cfg := defaultBucketConfig()
 	for _, opt := range opts {
 		opt.applyBucket(&cfg)
