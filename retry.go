@@ -10,12 +10,17 @@
 // and either refreshes the token, which says how long to wait before the
 // next attempt, or refuses with the reason; after a success it records
 // the outcome. [Do] and [Run] drive any strategy around a function;
-// [Transport] drives one around HTTP requests.
+// [Transport] drives one around HTTP requests, and [Poll] waits for an
+// operation that finishes asynchronously.
 //
 // [NewStandard] builds the standard mode: at most 3 attempts by default,
 // [ExponentialBackoff], and a [TokenBucket] retry quota per scope.
 // [NewAdaptive] adds a client-side [RateLimiter] that slows sending after
-// throttling and recovers along a CUBIC curve.
+// throttling and recovers along a CUBIC curve. [WithProfile] selects the
+// AWS SDKs' legacy or 2026 defaults instead, and [FromEnvironment] builds
+// whatever AWS_RETRY_MODE, AWS_MAX_ATTEMPTS and the shared config file
+// select. [WithHook] reports every decision, for logs ([SlogHook]) and
+// metrics.
 //
 // Strategies, buckets, backoffs and limiters are safe for concurrent use
 // and meant to be shared: all per-call state lives in the tokens. They read
