@@ -119,7 +119,8 @@ type doConfig struct {
 
 // apply sets cfg from opts. A bad option leaves cfg.err set.
 func (cfg *doConfig) apply(opts []DoOption) {
-	for _, o := range opts {
+	for i := range opts {
+		o := &opts[i]
 		switch {
 		case o.kind == doStrategy && o.strategy != nil:
 			cfg.strategy = o.strategy
@@ -128,7 +129,7 @@ func (cfg *doConfig) apply(opts []DoOption) {
 		case o.kind == doAttemptTimeout && o.timeout > 0:
 			cfg.timeout = o.timeout
 		default:
-			cfg.err = badDoOption(o)
+			cfg.err = badDoOption(*o)
 			return
 		}
 	}
@@ -206,13 +207,13 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	var c cursor
 	c.init(cfg.strategy)
 	tokenErr := c.acquire(cfg.scope)
-	if errors.Is(tokenErr, ErrRateLimited) {
+	if tokenErr != nil && errors.Is(tokenErr, ErrRateLimited) {
 		// A fail-fast rate limiter exists to refuse attempts.
 		return zero, &Error{Reason: tokenErr}
 	}
 	attempts := 0
 	for {
-		if tokenErr == nil {
+		if tokenErr == nil && !c.immediate() {
 			if reason := c.ready(ctx); reason != nil {
 				c.abandon(reason)
 				return zero, &Error{Attempts: attempts, Err: c.lastErr, Reason: reason}
@@ -337,6 +338,12 @@ func (c *cursor) delay() time.Duration {
 		return c.tok.delay
 	}
 	return c.rt.Delay()
+}
+
+// immediate reports whether the token's attempt may go at once without
+// asking anyone: the common case, kept small enough to inline.
+func (c *cursor) immediate() bool {
+	return c.e != nil && c.tok.delay <= 0 && !c.tok.pending
 }
 
 // ready waits until the token's attempt may go: its delay, then as long as
