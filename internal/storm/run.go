@@ -193,12 +193,12 @@ func (q *eventQueue) pop() event {
 type worker struct {
 	rand *rand.Rand
 
-	token    retry.RetryToken
-	tokenErr bool          // the initial token was refused: one attempt, no retries
-	start    time.Duration // when the request started
+	token       retry.RetryToken
+	tokenErr    bool          // the initial token was refused: one attempt, no retries
+	start       time.Duration // when the request started
 	attempts    int
-	throttled   int // attempts answered 429
-	unavailable int // attempts answered 503
+	throttled   int   // attempts answered 429
+	unavailable int   // attempts answered 503
 	outcome     error // the last attempt's response
 }
 
