@@ -1,0 +1,73 @@
+package storm
+
+import "time"
+
+// result computes the metrics from the counts of a finished run.
+func (s *sim) result(mode string) Result {
+	r := s.res
+	r.Scenario, r.Mode = s.sc.Name, mode
+	r.Amplification = ratio(r.Attempts, r.Requests)
+	r.ThrottledShare = ratio(r.Throttled, r.Attempts)
+	r.Success = ratio(r.Succeeded, r.Requests)
+	r.Goodput = float64(r.Succeeded) / s.sc.servable()
+	if s.sc.Incident.Outage {
+		r.OutageAmplification = ratio(s.outageAttempts, s.outageRequests)
+	}
+	r.Recovery = s.recovery()
+	for i := range s.bins {
+		c, _ := s.sc.capacityAt(time.Duration(i) * Bin)
+		s.bins[i].Capacity = c
+	}
+	r.Series = s.bins
+	return r
+}
+
+// servable is what the server could serve over the run: its capacity
+// integrated over time.
+func (sc *Scenario) servable() float64 {
+	total := sc.Capacity * sc.Duration.Seconds()
+	if sc.hasIncident() {
+		c, _ := sc.capacityAt(sc.Incident.Start)
+		total -= (sc.Capacity - c) * (sc.Incident.End - sc.Incident.Start).Seconds()
+	}
+	return total
+}
+
+// recovery returns the time from the heal to the first 1-second window,
+// on a 100-ms grid, whose successes reach recoveryLevel of the rate before
+// the incident; -1 if there is no incident or no such window.
+func (s *sim) recovery() time.Duration {
+	inc := s.sc.Incident
+	if !s.sc.hasIncident() {
+		return -1
+	}
+	from := max(inc.Start-recoveryBaseline, 0)
+	n := int((inc.Start - from) / recoveryStep)
+	if n == 0 {
+		return -1
+	}
+	baseline := 0
+	for _, c := range s.fine[from/recoveryStep : inc.Start/recoveryStep] {
+		baseline += c
+	}
+	target := recoveryLevel * float64(baseline) / (inc.Start - from).Seconds() // per second
+	span := int(time.Second / recoveryStep)
+	heal := int(inc.End / recoveryStep)
+	for k := heal; k+span <= len(s.fine); k++ {
+		sum := 0
+		for _, c := range s.fine[k : k+span] {
+			sum += c
+		}
+		if float64(sum) >= target {
+			return time.Duration(k-heal) * recoveryStep
+		}
+	}
+	return -1
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}

@@ -1,0 +1,275 @@
+// Package storm is a deterministic simulation of a retry storm: clients
+// that retry, or do not, against a server that fails or throttles, driven by
+// virtual time.
+//
+// The simulation is a discrete-event loop. The strategies under test are
+// the retry package's own, driven through its public API exactly as
+// retry.Do drives them (AcquireInitialToken, the token's delay, Admit when
+// the strategy is a retry.Gate, RecordSuccess or RefreshRetryToken), on a
+// Clock that the event loop advances. Nothing sleeps: five minutes of
+// traffic take milliseconds. Every random draw (think times, backoff
+// jitter) comes from generators seeded by the run's seed, so the same seed
+// gives the same numbers.
+//
+// # Model
+//
+// Clients are closed-loop workers that share one strategy, as the
+// goroutines of one service share one client: each worker starts a
+// request, makes attempts until it succeeds or the strategy gives up, then
+// thinks for a time drawn uniformly from [ThinkMin, ThinkMax] and starts the
+// next one. A request also gives up, as retry.Do does under a context
+// deadline, when the next attempt could not start within RequestTimeout of
+// the request's start. A request that gives up, for whatever reason, is a
+// failed request.
+//
+// The server answers every attempt after Latency. It serves at most its
+// capacity in each 1-second window (windows aligned with the start of the
+// run; fractional capacities carry over, so a capacity of 100/3 serves 33,
+// 33, 34, ...) and throttles the rest with HTTP 429. During an outage it
+// answers every attempt with HTTP 503. Both are classified by
+// retry.Classify: 429 is a throttle, 503 a transient error.
+//
+// Only the server's capacity and the workers' number are scenario-specific:
+// every mode runs the same scenario with the same workload.
+package storm
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrykit/retry"
+)
+
+// A Mode is a retry configuration under test.
+type Mode int
+
+const (
+	// None makes one attempt per request: WithMaxAttempts(1).
+	None Mode = iota
+	// Naive makes up to 3 attempts with a constant 50 ms wait and no retry
+	// quota: WithoutRetryQuota, WithMaxAttempts(3), ConstantBackoff.
+	Naive
+	// Standard is NewStandard with its defaults.
+	Standard
+	// Adaptive is NewAdaptive with its defaults.
+	Adaptive
+	// AdaptivePublished is NewAdaptive with the published algorithm's
+	// constants: WithReductionCooldown(0), a reduction on every throttle.
+	AdaptivePublished
+)
+
+// Modes lists every mode, in the order reports show them.
+var Modes = []Mode{None, Naive, Standard, Adaptive, AdaptivePublished}
+
+// String returns the mode's short name.
+func (m Mode) String() string {
+	switch m {
+	case None:
+		return "none"
+	case Naive:
+		return "naive"
+	case Standard:
+		return "standard"
+	case Adaptive:
+		return "adaptive"
+	case AdaptivePublished:
+		return "adaptive-published"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// Description says how the mode's strategy is built.
+func (m Mode) Description() string {
+	switch m {
+	case None:
+		return "NewStandard(WithMaxAttempts(1)): no retries"
+	case Naive:
+		return "NewStandard(WithoutRetryQuota(), WithMaxAttempts(3), WithBackoff(ConstantBackoff(50ms))): fixed attempts, no quota"
+	case Standard:
+		return "NewStandard(): defaults (3 attempts, exponential backoff, 500-token quota)"
+	case Adaptive:
+		return "NewAdaptive(): defaults (standard + CUBIC rate limiter, 500 ms reduction cooldown)"
+	case AdaptivePublished:
+		return "NewAdaptive(WithReductionCooldown(0)): the published algorithm, a reduction on every throttle"
+	}
+	return m.String()
+}
+
+// NewStrategy builds the mode's strategy. It reads time from clock and
+// draws backoff jitter from random, which must return values in [0, 1).
+func (m Mode) NewStrategy(clock retry.Clock, random func() float64) (retry.RetryStrategy, error) {
+	backoff, err := retry.NewExponentialBackoff(retry.WithRandom(random))
+	if err != nil {
+		return nil, err
+	}
+	switch m {
+	case None:
+		return retry.NewStandard(retry.WithClock(clock), retry.WithMaxAttempts(1))
+	case Naive:
+		return retry.NewStandard(retry.WithClock(clock), retry.WithoutRetryQuota(),
+			retry.WithMaxAttempts(3), retry.WithBackoff(retry.ConstantBackoff(50*time.Millisecond)))
+	case Standard:
+		return retry.NewStandard(retry.WithClock(clock), retry.WithBackoff(backoff))
+	case Adaptive:
+		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff))
+	case AdaptivePublished:
+		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff),
+			retry.WithReductionCooldown(0))
+	}
+	return nil, fmt.Errorf("storm: unknown mode %d", int(m))
+}
+
+// An Incident is a period in which the server is degraded.
+type Incident struct {
+	Start, End time.Duration // from the start of the run; End is when the server heals
+	Outage     bool          // answer every attempt with 503
+	Capacity   float64       // requests per second served during the incident, when not an outage
+}
+
+// A Scenario is a server and a workload.
+type Scenario struct {
+	Name  string // short name, such as "outage"
+	Title string // one line for reports and charts
+
+	Duration time.Duration // length of the run
+	Capacity float64       // requests per second the healthy server serves
+	Incident Incident      // the zero Incident: none
+
+	Workers            int           // closed-loop clients
+	ThinkMin, ThinkMax time.Duration // a worker's pause between requests, uniform
+	Latency            time.Duration // time from an attempt to its response
+	RequestTimeout     time.Duration // a request's deadline, from its start; 0: none
+
+	// DrainGrace is how long into an outage the retry quota is taken to
+	// have drained: OutageAmplification counts the requests that start
+	// after it, until the server heals.
+	DrainGrace time.Duration
+}
+
+// DefaultDuration is the length of the demo's scenarios.
+const DefaultDuration = 5 * time.Minute
+
+// Scenarios returns the scenarios of the storm demo, each 5 minutes long:
+//
+//   - outage: a server of 100 requests/s, 50 workers (half its capacity),
+//     and a full outage of 60 s at 2:00;
+//   - overload: the closed-loop model of SEEDS.md, whose measurements
+//     the rate limiter's documentation quotes: a server of 20 requests/s
+//     and 60 workers, offering 3x its capacity for the whole run;
+//   - overload-100: the same at five times the scale (100 requests/s, 300
+//     workers), because the adaptive mode's cubic curve has an absolute
+//     time scale and so behaves differently at other rates;
+//   - brownout: a server of 100 requests/s, 50 workers, and the capacity
+//     dropping to a third at 2:00 for 60 s.
+//
+// Every worker thinks 0.5-1.5 s (1 s on average), every response takes
+// 20 ms, and every request has a 10-s deadline. The outage and brownout
+// run at 100 requests/s so that a 1-second window holds enough requests to
+// time the recovery.
+func Scenarios() []Scenario {
+	base := Scenario{
+		Duration:       DefaultDuration,
+		Capacity:       100,
+		Workers:        50,
+		ThinkMin:       500 * time.Millisecond,
+		ThinkMax:       1500 * time.Millisecond,
+		Latency:        20 * time.Millisecond,
+		RequestTimeout: 10 * time.Second,
+		DrainGrace:     10 * time.Second,
+	}
+	outage, overload, overload100, brownout := base, base, base, base
+	outage.Name = "outage"
+	outage.Title = "(a) full outage 2:00-3:00; 100 req/s server, offered 0.5x"
+	outage.Incident = Incident{Start: 2 * time.Minute, End: 3 * time.Minute, Outage: true}
+	overload.Name = "overload"
+	overload.Title = "(b) sustained overload; 20 req/s server, offered 3x"
+	overload.Capacity, overload.Workers = 20, 60
+	overload100.Name = "overload-100"
+	overload100.Title = "(b') sustained overload; 100 req/s server, offered 3x"
+	overload100.Workers = 300
+	brownout.Name = "brownout"
+	brownout.Title = "(c) capacity a third 2:00-3:00; 100 req/s server, offered 0.5x"
+	brownout.Incident = Incident{Start: 2 * time.Minute, End: 3 * time.Minute, Capacity: 100.0 / 3}
+	return []Scenario{outage, overload, overload100, brownout}
+}
+
+func (s *Scenario) validate() error {
+	switch {
+	case s.Duration <= 0:
+		return errors.New("storm: Duration must be > 0")
+	case !(s.Capacity > 0):
+		return errors.New("storm: Capacity must be > 0")
+	case s.Workers < 1:
+		return errors.New("storm: Workers must be >= 1")
+	case s.ThinkMin < 0 || s.ThinkMax < s.ThinkMin:
+		return errors.New("storm: want 0 <= ThinkMin <= ThinkMax")
+	case s.Latency < 0 || s.RequestTimeout < 0:
+		return errors.New("storm: Latency and RequestTimeout must be >= 0")
+	case s.hasIncident() && (s.Incident.Start < 0 || s.Incident.End <= s.Incident.Start || s.Incident.End > s.Duration):
+		return errors.New("storm: want 0 <= Incident.Start < Incident.End <= Duration")
+	case s.hasIncident() && !s.Incident.Outage && s.Incident.Capacity < 0:
+		return errors.New("storm: Incident.Capacity must be >= 0")
+	}
+	return nil
+}
+
+func (s *Scenario) hasIncident() bool { return s.Incident != Incident{} }
+
+// capacityAt returns the server's capacity at t, in requests per second,
+// and whether it is down.
+func (s *Scenario) capacityAt(t time.Duration) (float64, bool) {
+	if s.hasIncident() && t >= s.Incident.Start && t < s.Incident.End {
+		if s.Incident.Outage {
+			return 0, true
+		}
+		return s.Incident.Capacity, false
+	}
+	return s.Capacity, false
+}
+
+// Clock is the simulation's virtual clock: the event loop sets it, and the
+// strategies read it. It is safe for concurrent use, as retry.Clock asks.
+type Clock struct {
+	origin time.Time
+	offset atomic.Int64 // nanoseconds since origin
+}
+
+// NewClock returns a Clock that reads origin.
+func NewClock(origin time.Time) *Clock { return &Clock{origin: origin} }
+
+// Now returns the virtual time.
+func (c *Clock) Now() time.Time { return c.origin.Add(c.Elapsed()) }
+
+// Elapsed returns the virtual time since the origin.
+func (c *Clock) Elapsed() time.Duration { return time.Duration(c.offset.Load()) }
+
+// set moves the clock to origin + d; it never moves back.
+func (c *Clock) set(d time.Duration) {
+	if d > c.Elapsed() {
+		c.offset.Store(int64(d))
+	}
+}
+
+// origin is the virtual time at which every run starts.
+var origin = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// statusError is a server's error response.
+type statusError struct{ status int }
+
+func (e *statusError) Error() string       { return fmt.Sprintf("HTTP %d", e.status) }
+func (e *statusError) HTTPStatusCode() int { return e.status }
+
+var (
+	errThrottled   error = &statusError{429}
+	errUnavailable error = &statusError{503}
+)
+
+// seeds derives independent generator seeds from the run's seed, so that
+// the workload (think times) is the same in every mode and the strategy's
+// jitter draws do not shift it.
+func newRand(seed, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, stream^0x9e3779b97f4a7c15))
+}
