@@ -109,12 +109,13 @@ func TestRateLimiterDisabledUntilThrottle(t *testing.T) {
 }
 
 // throttledLimiter returns a limiter that has just been throttled with
-// nothing measured: its fill rate is the minimum, 0.5/s, its capacity 1, and
-// its bucket empty.
+// nothing measured, as the published algorithm starts (no cooldown, so no
+// start-up estimate): its fill rate is the minimum, 0.5/s, its capacity 1,
+// and its bucket empty.
 func throttledLimiter(t *testing.T, opts ...retry.RateLimiterOption) (*retry.RateLimiter, *manualClock) {
 	t.Helper()
 	clock := newManualClock()
-	l := newTestRateLimiter(t, append([]retry.RateLimiterOption{retry.WithClock(clock)}, opts...)...)
+	l := newTestRateLimiter(t, append([]retry.RateLimiterOption{retry.WithClock(clock), retry.WithReductionCooldown(0)}, opts...)...)
 	clock.Advance(100 * time.Millisecond)
 	l.Update(true)
 	if s := l.Stats(); s.FillRate != 0.5 || s.Capacity != 1 || s.Tokens != 0 {
@@ -406,8 +407,35 @@ func ExampleNewRateLimiter() {
 	}
 	// Output:
 	// first attempt waits: 0s
-	// enabled: true, fill rate: 0.5/s
-	// wait: 2s
-	// wait: 4s
-	// wait: 6s
+	// enabled: true, fill rate: 1.6/s
+	// wait: 625ms
+	// wait: 1.25s
+	// wait: 1.875s
+}
+
+// A throttle before the first measurement window closes cuts the rate from
+// what was sent so far, not from zero; the published algorithm (cooldown 0)
+// cuts it to the minimum.
+func TestRateLimiterStartupEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []retry.RateLimiterOption
+		want float64
+	}{
+		{"default", nil, retry.DefaultBeta * 20},
+		{"published", []retry.RateLimiterOption{retry.WithReductionCooldown(0), retry.WithBeta(retry.PublishedBeta)}, retry.DefaultMinFillRate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newManualClock()
+			l := newTestRateLimiter(t, append([]retry.RateLimiterOption{retry.WithClock(clock)}, tc.opts...)...)
+			for range 9 { // 9 successes and a throttle in 0.45 s: 10 per 0.5-s window, 20/s
+				clock.Advance(45 * time.Millisecond)
+				l.Update(false)
+			}
+			l.Update(true)
+			if got := l.Stats().FillRate; math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("FillRate after the first throttle = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

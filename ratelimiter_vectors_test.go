@@ -47,6 +47,7 @@ func newVectorLimiter(t *testing.T, now *time.Time, opts ...RateLimiterOption) *
 	base := []RateLimiterOption{
 		WithClock(ClockFunc(func() time.Time { return *now })),
 		WithReductionCooldown(0),
+		WithBeta(PublishedBeta),
 	}
 	l, err := NewRateLimiter(append(base, opts...)...)
 	if err != nil {
@@ -183,7 +184,7 @@ func TestRateLimiterVectorsCubic(t *testing.T) {
 		Tolerance map[string]float64 `json:"tolerance_in_sources"`
 	}
 	readLimiterVectors(t, "adaptive_cubic_sep.json", &f)
-	if f.Constants.Beta != DefaultBeta || f.Constants.ScaleConstant != DefaultScaleConstant {
+	if f.Constants.Beta != PublishedBeta || f.Constants.ScaleConstant != DefaultScaleConstant {
 		t.Fatalf("file constants %+v differ from the defaults", f.Constants)
 	}
 	// The SEP's own source, smithy-kotlin, checks to 5e-7.
@@ -263,7 +264,7 @@ func TestRateLimiterVectorsBotocoreCubic(t *testing.T) {
 	for _, c := range f.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			opts := []RateLimiterOption{limiterPinnedWindow}
-			beta, scale := DefaultBeta, DefaultScaleConstant
+			beta, scale := PublishedBeta, DefaultScaleConstant
 			if c.Init.Beta != 0 {
 				beta = c.Init.Beta
 				opts = append(opts, WithBeta(beta))
@@ -541,7 +542,7 @@ func TestRateLimiterVectorsClientRateLimiter(t *testing.T) {
 				// top of the curve, K seconds after the reduction.
 				l := newVectorLimiter(t, &now, limiterPinnedWindow)
 				w := c.Mocks.SuccessReceived
-				k := cubicK(w, DefaultBeta, DefaultScaleConstant)
+				k := cubicK(w, PublishedBeta, DefaultScaleConstant)
 				pinLimiter(l, w, now.Add(-time.Duration(k*float64(time.Second))))
 				l.mu.Lock()
 				l.measured = c.Mocks.Record

@@ -93,7 +93,7 @@ func (m Mode) Description() string {
 	case Adaptive:
 		return "NewAdaptive(): defaults (standard + CUBIC rate limiter, 500 ms reduction cooldown)"
 	case AdaptivePublished:
-		return "NewAdaptive(WithReductionCooldown(0)): the published algorithm, a reduction on every throttle"
+		return "NewAdaptive(WithReductionCooldown(0), WithBeta(PublishedBeta)): the published algorithm, a reduction on every throttle"
 	}
 	return m.String()
 }
@@ -117,7 +117,7 @@ func (m Mode) NewStrategy(clock retry.Clock, random func() float64) (retry.Retry
 		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff))
 	case AdaptivePublished:
 		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff),
-			retry.WithReductionCooldown(0))
+			retry.WithReductionCooldown(0), retry.WithBeta(retry.PublishedBeta))
 	}
 	return nil, fmt.Errorf("storm: unknown mode %d", int(m))
 }
