@@ -49,10 +49,11 @@ type environment struct {
 	newRetries  bool   // AWS_NEW_RETRIES_2026=true
 }
 
-// FromEnvironment builds the strategy that AWS_RETRY_MODE / AWS_MAX_ATTEMPTS /
-// AWS_NEW_RETRIES_2026 and the shared config file select (*Standard for standard and legacy,
-// *Adaptive for adaptive; nothing set means standard with its defaults). opts win over the
-// environment.
+// FromEnvironment builds the strategy that AWS_RETRY_MODE,
+// AWS_MAX_ATTEMPTS, AWS_NEW_RETRIES_2026 and the shared config file select:
+// a *Standard for standard and legacy mode, an *Adaptive for adaptive mode;
+// nothing set means standard mode with its defaults. opts win over the
+// environment, which wins over the file.
 //
 // The settings, and what they do:
 //

@@ -38,9 +38,11 @@ func (k EventKind) String() string {
 }
 
 // An Event is one decision of a strategy, reported to its hooks. Every
-// attempt is announced by exactly one EventAttempt or EventRetry, and every
-// call ends with one EventSuccess or EventGiveUp (unless the caller stops
-// using its token without telling the strategy).
+// attempt made with a token is announced by exactly one EventAttempt or
+// EventRetry, and ends with one EventSuccess, EventRetry or EventGiveUp,
+// unless the caller stops using its token without telling the strategy. (A
+// call whose initial token was refused, as by a retry quota that charges
+// first attempts, makes its one attempt without a token, unreported.)
 type Event struct {
 	Kind  EventKind
 	Scope string // the scope of the call

@@ -147,8 +147,9 @@ func badDoOption(o DoOption) error {
 }
 
 // DefaultStrategy returns the strategy Do, Run and Transport use when none
-// is given: a Standard with default settings, shared by the whole process, so its retry quota is shared too. Give a
-// strategy of your own to separate quotas or change settings.
+// is given: a Standard with default settings, shared by the whole process,
+// so its retry quota is shared too. Give a strategy of your own to separate
+// quotas or change settings.
 func DefaultStrategy() *Standard { return defaultStrategy }
 
 var defaultStrategy = func() *Standard {
@@ -175,9 +176,9 @@ func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) 
 //     once and not retried, unless the refusal wraps ErrRateLimited (a
 //     fail-fast rate limiter), which means no attempt at all;
 //   - waits each token's delay, and then, if the strategy is a Gate, as
-//     long as it asks, unless ctx ends first; if ctx has a
-//     deadline that would pass before the next attempt could start, it
-//     stops at once with ErrDeadlineTooSoon instead of waiting in vain;
+//     long as it asks, unless ctx ends first; if ctx has a deadline that
+//     would pass before the next attempt could start, it stops at once
+//     with ErrDeadlineTooSoon instead of waiting in vain;
 //   - after a success, records it with the strategy and returns the value;
 //   - after a failure, asks the strategy for the next token, and gives up
 //     when it refuses (after waiting, if the refusal is a DelayedRefusal)
