@@ -41,7 +41,9 @@ var sdkClock sync.Mutex
 // its duration to the simulation, which calls again after that long.
 type sleepRequest struct{ d time.Duration }
 
-func (r *sleepRequest) Error() string { return fmt.Sprintf("awsstorm: sleep %v on the virtual clock", r.d) }
+func (r *sleepRequest) Error() string {
+	return fmt.Sprintf("awsstorm: sleep %v on the virtual clock", r.d)
+}
 
 // RunAdaptive simulates the SDK's adaptive retryer, NewAdaptiveMode with
 // its defaults but JitterBackoff on the simulation's seeded random source,
