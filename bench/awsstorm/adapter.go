@@ -266,7 +266,7 @@ func checkMode() error {
 
 // NewStandard returns the SDK's standard retryer with its defaults (3
 // attempts, a 500-token retry quota, 5 per retry, 10 per timeout retry, 1
-// back per first-attempt success), but JitterBackoff on random for its
+// back per successful attempt), but JitterBackoff on random for its
 // backoff.
 func NewStandard(random func() float64) (*awsretry.Standard, error) {
 	if err := checkMode(); err != nil {

@@ -38,7 +38,7 @@ func Contenders() []Contender {
 		retrykitMode(storm.Adaptive),
 		{
 			Name:        AWSStandard,
-			Description: "aws-sdk-go-v2 retry.NewStandard(): defaults (3 attempts, 0-2^n s jitter backoff capped at 20 s, 500-token quota, 5 per retry, 1 back per first-attempt success); public API",
+			Description: "aws-sdk-go-v2 retry.NewStandard(): defaults (3 attempts, 0-2^n s jitter backoff capped at 20 s, 500-token quota, 5 per retry, 1 back per successful attempt); public API",
 			run:         RunStandard,
 		},
 		{
