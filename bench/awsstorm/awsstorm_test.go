@@ -326,3 +326,28 @@ func BenchmarkStorm(b *testing.B) {
 		})
 	}
 }
+
+// TestRunAll runs every contender in two short scenarios at once (under
+// -race, this checks that aws-adaptive's redirection of the SDK's clock
+// does not race with the other runs), and checks the results' order.
+func TestRunAll(t *testing.T) {
+	var scs []storm.Scenario
+	for _, name := range []string{"outage", "overload"} {
+		sc := scenario(t, name)
+		sc.Duration = 20 * time.Second
+		if sc.Incident.Outage {
+			sc.Incident.Start, sc.Incident.End = 5*time.Second, 10*time.Second
+		}
+		scs = append(scs, sc)
+	}
+	cs := Contenders()
+	rs, err := RunAll(scs, cs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		if sc, c := scs[i/len(cs)], cs[i%len(cs)]; r.Scenario != sc.Name || r.Mode != c.Name {
+			t.Errorf("result %d is %s/%s, want %s/%s", i, r.Scenario, r.Mode, sc.Name, c.Name)
+		}
+	}
+}
