@@ -101,10 +101,10 @@ func (e *engine) scope(name string) *scopeState {
 	return e.scopes.get(name)
 }
 
-// acquire fills t with the token for the first attempt.
+// acquire fills t, a zero token, with the token for the first attempt.
 func (e *engine) acquire(scope string, t *token) error {
 	st := e.scope(scope)
-	*t = token{owner: e, scope: st, scopeName: scope, pending: st.limiter != nil}
+	t.owner, t.scope, t.scopeName, t.pending = e, st, scope, st.limiter != nil
 	if b := st.bucket; b != nil && b.cfg.initialTryCost > 0 {
 		w, err := b.Acquire(b.cfg.initialTryCost)
 		if err != nil {
