@@ -292,7 +292,7 @@ func Poll[T any](ctx context.Context, fn func(context.Context) (T, PollStatus, e
 		case !deadline.IsZero() && !end.Before(deadline):
 			return v, pollTimeout(calls, last)
 		}
-		if !pollSleep(ctx, wait) {
+		if !sleep(ctx, wait) {
 			return v, pollStopped(parent, calls, last)
 		}
 	}
@@ -317,19 +317,6 @@ func (c *pollConfig) grow(d time.Duration, f float64) time.Duration {
 	return time.Duration(g)
 }
 
-// pollSleep waits for d and reports true, or reports false as soon as ctx
-// ends. Its timer is stopped either way.
-func pollSleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // pollStopped reports why Poll's context ended after calls calls: the
 // caller's context, or else the maximum wait.
 func pollStopped(parent context.Context, calls int, last error) error {
@@ -345,10 +332,7 @@ func pollTimeout(calls int, last error) error {
 
 // pollCanceled reports that the caller's context ended.
 func pollCanceled(parent context.Context, calls int, last error) error {
-	reason := parent.Err()
-	if cause := context.Cause(parent); cause != nil && cause != reason {
-		reason = fmt.Errorf("%w: %w", reason, cause)
-	}
+	reason := contextReason(parent)
 	if calls == 0 {
 		return fmt.Errorf("retry: poll: %w before the first call", reason)
 	}

@@ -274,13 +274,22 @@ func wait(ctx context.Context, d time.Duration) error {
 	if tooSoon(ctx, d) {
 		return fmt.Errorf("%w (waiting %v): %w", ErrDeadlineTooSoon, d, context.DeadlineExceeded)
 	}
+	if !sleep(ctx, d) {
+		return contextReason(ctx)
+	}
+	return nil
+}
+
+// sleep waits d and reports true, or reports false as soon as ctx ends. Its
+// timer is stopped either way.
+func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ctx.Done():
-		return contextReason(ctx)
 	case <-t.C:
-		return nil
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
