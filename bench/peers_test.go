@@ -7,13 +7,13 @@ import (
 	"time"
 
 	avast "github.com/avast/retry-go/v4"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/cenkalti/backoff/v5"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/bench/awsstorm"
 	sethvargo "github.com/sethvargo/go-retry"
 )
 
@@ -83,10 +83,10 @@ func successCallers(tb testing.TB) []caller {
 			return retry.Do(ctx, work, rkStrategy)
 		}},
 		{"awsStandard", func(ctx context.Context) (int, error) {
-			return awsDo(ctx, awsStandard, work)
+			return awsstorm.SDKDo(ctx, awsStandard, work)
 		}},
 		{"awsAdaptive", func(ctx context.Context) (int, error) {
-			return awsDo(ctx, awsAdaptive, work)
+			return awsstorm.SDKDo(ctx, awsAdaptive, work)
 		}},
 		{"cenkalti", func(ctx context.Context) (int, error) {
 			return backoff.Retry(ctx, func() (int, error) { return work(ctx) }, cenkaltiOpts...)
@@ -186,10 +186,10 @@ func threeAttemptCallers(tb testing.TB) []caller {
 			return retry.Do(ctx, rkFn, rkStrategy)
 		}},
 		{"awsStandard", func(ctx context.Context) (int, error) {
-			return awsDo(ctx, awsStandard, awsStandardFn)
+			return awsstorm.SDKDo(ctx, awsStandard, awsStandardFn)
 		}},
 		{"awsAdaptive", func(ctx context.Context) (int, error) {
-			return awsDo(ctx, awsAdaptive, awsAdaptiveFn)
+			return awsstorm.SDKDo(ctx, awsAdaptive, awsAdaptiveFn)
 		}},
 		{"cenkalti", func(ctx context.Context) (int, error) {
 			return backoff.Retry(ctx, func() (int, error) { return cenkaltiFn(ctx) }, cenkaltiOpts...)
@@ -204,64 +204,6 @@ func threeAttemptCallers(tb testing.TB) []caller {
 		{"sethvargo", func(ctx context.Context) (int, error) {
 			return sethvargo.DoValue(ctx, sethvargo.WithMaxRetries(2, sethvargoNoWait), sethvargoFn)
 		}},
-	}
-}
-
-// awsDo drives an aws-sdk-go-v2 retryer as the SDK's Attempt middleware
-// does (aws/retry/middleware.go, HandleFinalize and handleAttempt, in the
-// default retry mode), without the tracing, metrics, logging, request
-// cloning and clock-skew handling around it, which would cost the SDK
-// more.
-func awsDo(ctx context.Context, r aws.RetryerV2, fn func(context.Context) (int, error)) (int, error) {
-	maxAttempts := r.MaxAttempts()
-	releaseRetryToken := func(error) error { return nil }
-	for attempt := 1; ; attempt++ {
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		default:
-		}
-		releaseAttemptToken, err := r.GetAttemptToken(ctx)
-		if err != nil {
-			return 0, err
-		}
-		v, err := fn(ctx)
-		_ = releaseRetryToken(err)
-		_ = releaseAttemptToken(err)
-		if err == nil {
-			return v, nil
-		}
-		if !r.IsErrorRetryable(err) {
-			return 0, err
-		}
-		if maxAttempts > 0 && attempt >= maxAttempts {
-			return 0, &awsretry.MaxAttemptsError{Attempt: attempt, Err: err}
-		}
-		release, tokenErr := r.GetRetryToken(ctx, err)
-		if tokenErr != nil {
-			return 0, errors.Join(err, tokenErr)
-		}
-		releaseRetryToken = release
-		d, delayErr := r.RetryDelay(attempt, err)
-		if delayErr != nil {
-			return 0, delayErr
-		}
-		if err := awsSleep(ctx, d); err != nil {
-			return 0, &aws.RequestCanceledError{Err: err}
-		}
-	}
-}
-
-// awsSleep is the SDK's sleep between attempts (internal/sdk
-// sleepWithContext), which it calls even for a zero delay.
-func awsSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -26,7 +26,7 @@ func scenario(t testing.TB, name string) storm.Scenario {
 }
 
 // recorder is an aws.RetryerV2 that logs its calls, to compare the order
-// in which Strategy and the SDK middleware's loop (sdkDo) call a retryer.
+// in which Strategy and the SDK middleware's loop (SDKDo) call a retryer.
 type recorder struct {
 	log         *[]string
 	maxAttempts int
@@ -90,7 +90,7 @@ func drive(t *testing.T, s *Strategy, outcomes []error) {
 }
 
 // TestOrder checks that Strategy calls a retryer in the order in which the
-// SDK's retry middleware does, as sdkDo mirrors it: on a success after two
+// SDK's retry middleware does, as SDKDo mirrors it: on a success after two
 // failures, on running out of attempts, and on a refused retry token.
 func TestOrder(t *testing.T) {
 	fail := errors.New("fail")
@@ -105,8 +105,8 @@ func TestOrder(t *testing.T) {
 	} {
 		var want, got []string
 		i := 0
-		_ = sdkDo(context.Background(), &recorder{log: &want, maxAttempts: 3, refuseAfter: tc.refuseAfter},
-			func(context.Context) error { i++; return tc.outcomes[i-1] })
+		_, _ = SDKDo(context.Background(), &recorder{log: &want, maxAttempts: 3, refuseAfter: tc.refuseAfter},
+			func(context.Context) (struct{}, error) { i++; return struct{}{}, tc.outcomes[i-1] })
 		drive(t, NewStrategy(&recorder{log: &got, maxAttempts: 3, refuseAfter: tc.refuseAfter}, nil), tc.outcomes)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: Strategy called\n\t%q\nthe middleware calls\n\t%q", tc.name, got, want)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/internal/storm"
@@ -74,7 +73,8 @@ func RunRealtime(sc storm.Scenario, seed uint64) ([]RealtimeResult, error) {
 	})
 	wg.Go(func() {
 		results[1] = runClients(sc, seed, RealtimeModes[1], func(ctx context.Context, call func(context.Context) error) error {
-			return sdkDo(ctx, sdk, func(ctx context.Context) error { return SDKError(call(ctx)) })
+			_, err := SDKDo(ctx, sdk, func(ctx context.Context) (struct{}, error) { return struct{}{}, SDKError(call(ctx)) })
+			return err
 		})
 	})
 	wg.Wait()
@@ -213,49 +213,5 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-// sdkDo drives an aws-sdk-go-v2 retryer on the real clock as the SDK's
-// retry middleware does in its default mode (aws/retry/middleware.go,
-// HandleFinalize and handleAttempt): check the context, GetAttemptToken
-// (which may sleep), the attempt, the two release funcs, IsErrorRetryable,
-// MaxAttempts, GetRetryToken, RetryDelay and a sleep that the context can
-// cut short. It is bench/peers_test.go's awsDo, without a result.
-func sdkDo(ctx context.Context, r aws.RetryerV2, fn func(context.Context) error) error {
-	maxAttempts := r.MaxAttempts()
-	releaseRetryToken := nopRelease
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		releaseAttemptToken, err := r.GetAttemptToken(ctx)
-		if err != nil {
-			return fmt.Errorf("failed to get retry Send token, %w", err)
-		}
-		err = fn(ctx)
-		_ = releaseRetryToken(err)
-		_ = releaseAttemptToken(err)
-		if err == nil {
-			return nil
-		}
-		if !r.IsErrorRetryable(err) {
-			return err
-		}
-		if maxAttempts > 0 && attempt >= maxAttempts {
-			return &awsretry.MaxAttemptsError{Attempt: attempt, Err: err}
-		}
-		release, tokenErr := r.GetRetryToken(ctx, err)
-		if tokenErr != nil {
-			return errors.Join(err, tokenErr)
-		}
-		releaseRetryToken = release
-		d, delayErr := r.RetryDelay(attempt, err)
-		if delayErr != nil {
-			return delayErr
-		}
-		if err := sleep(ctx, d); err != nil {
-			return &aws.RequestCanceledError{Err: err}
-		}
 	}
 }
