@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -270,9 +269,9 @@ func (e *engine) recordSuccess(rt RetryToken) error {
 }
 
 func (e *engine) admitToken(rt RetryToken) (time.Duration, error) {
-	t, ok := rt.(*token)
-	if !ok || t == nil || t.owner != e || atomic.LoadUint32(&t.used) != 0 {
-		return 0, fmt.Errorf("%w: not an unused token of this strategy", ErrInvalidToken)
+	t, err := e.unused(rt)
+	if err != nil {
+		return 0, err
 	}
 	return e.admit(t)
 }

@@ -47,14 +47,29 @@ func (t *token) RetryCount() int      { return t.retries }
 // claim checks that rt is an unused token issued by e and marks it used, so
 // that each token is refreshed, recorded or released at most once.
 func (e *engine) claim(rt RetryToken) (*token, error) {
+	t, err := e.unused(rt)
+	if err == nil && !atomic.CompareAndSwapUint32(&t.used, 0, 1) {
+		err = errTokenUsed
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// unused checks, without claiming it, that rt is a token issued by e that
+// was not used yet.
+func (e *engine) unused(rt RetryToken) (*token, error) {
 	t, ok := rt.(*token)
 	switch {
 	case !ok || t == nil:
 		return nil, fmt.Errorf("%w: %T was not issued by this strategy", ErrInvalidToken, rt)
 	case t.owner != e:
 		return nil, fmt.Errorf("%w: token was issued by another strategy", ErrInvalidToken)
-	case !atomic.CompareAndSwapUint32(&t.used, 0, 1):
-		return nil, fmt.Errorf("%w: token was already used", ErrInvalidToken)
+	case atomic.LoadUint32(&t.used) != 0:
+		return nil, errTokenUsed
 	}
 	return t, nil
 }
+
+var errTokenUsed = fmt.Errorf("%w: token was already used", ErrInvalidToken)
