@@ -35,9 +35,10 @@ import (
 // attempt, or a 404 it does not retry), RoundTrip returns that response,
 // body intact, and a nil error, as a plain http.Client would. Before each
 // retry the body of the failed response is read (up to 4 KiB) and closed,
-// so its connection can serve the next attempt. When the last attempt failed with an error, or
-// the request's context ended, RoundTrip returns a nil response and an
-// *Error that wraps the last attempt's error and the reason for giving up.
+// so its connection can serve the next attempt. When the last attempt
+// failed with an error, or the request's context ended, RoundTrip returns
+// a nil response and an *Error that wraps the last attempt's error and the
+// reason for giving up.
 // A retry waits the token's delay unless the request's context ends first;
 // no attempt starts after it has ended.
 //
