@@ -1,12 +1,34 @@
 package retry
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // A Clock tells the time. Strategies, token buckets and rate limiters read
 // time only through their Clock, so tests and simulations can drive them with
 // virtual time. Implementations must be safe for concurrent use.
+//
+// A strategy also waits on its clock. The default clock waits on ordinary
+// timers, which testing/synctest makes virtual: a test in a synctest
+// bubble needs no clock of its own. A Clock that also implements Sleeper
+// provides the waits of strategies built on it, as a manual test clock
+// does. A strategy given any other Clock never waits on real time for a
+// wait computed from that clock: its blocking methods fail with an error
+// wrapping ErrInvalidConfig when they would have to wait, and an event
+// loop on virtual time drives it with the non-blocking Plan methods
+// instead (see Standard.PlanInitialToken).
 type Clock interface {
 	Now() time.Time
+}
+
+// A Sleeper is a Clock that can also wait, such as a manual clock in a
+// test or a simulation's virtual clock driven by other goroutines.
+type Sleeper interface {
+	Clock
+	// Sleep returns when d has passed on the clock, or when ctx ends,
+	// whichever comes first; then it returns an error, ctx's or its own.
+	Sleep(ctx context.Context, d time.Duration) error
 }
 
 // systemClock reads the real time. Every constructor uses it when no

@@ -102,10 +102,10 @@ func FuzzStrategyOptions(f *testing.F) {
 			require.Nil(t, a)
 			return
 		}
-		tok, err := a.AcquireInitialToken("")
+		tok, err := a.PlanInitialToken("")
 		require.NoError(t, err)
 		for range attempts + 1 {
-			if tok, err = a.RefreshRetryToken(tok, errThrottled); err != nil {
+			if tok, err = plan(a, tok, errThrottled); err != nil {
 				break
 			}
 			require.GreaterOrEqual(t, tok.Delay(), time.Duration(0))

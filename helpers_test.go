@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrykit/retry"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,3 +53,24 @@ func (e *statusError) Error() string       { return fmt.Sprintf("HTTP %d %s", e.
 func (e *statusError) HTTPStatusCode() int { return e.status }
 func (e *statusError) ErrorCode() string   { return e.code }
 func seconds(s float64) time.Duration      { return time.Duration(s * float64(time.Second)) }
+
+// planner is the non-blocking path that Standard and Adaptive share: the
+// tests of decisions drive it, so that virtual time needs no waits.
+type planner interface {
+	PlanInitialToken(scope string) (retry.RetryToken, error)
+	PlanRetryToken(token retry.RetryToken, err error) (retry.RetryToken, time.Duration, error)
+	Admit(token retry.RetryToken) (time.Duration, error)
+	ReleaseToken(token retry.RetryToken) error
+	RecordSuccess(token retry.RetryToken) error
+}
+
+var (
+	_ planner = (*retry.Standard)(nil)
+	_ planner = (*retry.Adaptive)(nil)
+)
+
+// plan asks s for the next token after a failure, without waiting.
+func plan(s planner, token retry.RetryToken, err error) (retry.RetryToken, error) {
+	next, _, rerr := s.PlanRetryToken(token, err)
+	return next, rerr
+}

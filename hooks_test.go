@@ -89,8 +89,8 @@ func TestHookThrottleClassification(t *testing.T) {
 	var r eventRecorder
 	s, err := retry.NewStandard(retry.WithHook(r.hook))
 	require.NoError(t, err)
-	tok, _ := s.AcquireInitialToken("")
-	_, err = s.RefreshRetryToken(tok, retry.WithRetryAfter(errThrottled, 2*time.Second))
+	tok, _ := s.PlanInitialToken("")
+	_, err = plan(s, tok, retry.WithRetryAfter(errThrottled, 2*time.Second))
 	require.NoError(t, err)
 	ev := r.events[1]
 	assert.True(t, ev.Classification.Throttle)
@@ -122,7 +122,7 @@ func TestHookSeveralInOrder(t *testing.T) {
 		retry.WithHook(func(retry.Event) { order = append(order, "b") }),
 	)
 	require.NoError(t, err)
-	tok, _ := s.AcquireInitialToken("")
+	tok, _ := s.PlanInitialToken("")
 	require.NoError(t, s.RecordSuccess(tok))
 	assert.Equal(t, []string{"a", "b", "a", "b"}, order)
 }
@@ -140,10 +140,10 @@ func TestSlogHook(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: dropTime}))
 	s, err := retry.NewStandard(retry.WithHook(retry.SlogHook(logger)), retry.WithBackoff(retry.NoBackoff))
 	require.NoError(t, err)
-	tok, _ := s.AcquireInitialToken("db")
-	tok, err = s.RefreshRetryToken(tok, retry.WithRetryAfter(errThrottled, time.Second))
+	tok, _ := s.PlanInitialToken("db")
+	tok, err = plan(s, tok, retry.WithRetryAfter(errThrottled, time.Second))
 	require.NoError(t, err)
-	_, err = s.RefreshRetryToken(tok, retry.Permanent(errors.New("denied")))
+	_, err = plan(s, tok, retry.Permanent(errors.New("denied")))
 	require.Error(t, err)
 	assert.Equal(t,
 		`level=INFO msg="retry: retry" attempt=2 scope=db delay=1s error="slow down" safety=yes throttle=true timeout=false retry_after=1s`+"\n"+

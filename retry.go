@@ -162,6 +162,9 @@ var defaultStrategy = func() *Standard {
 
 // Run calls fn until it succeeds or the strategy gives up, as Do does.
 func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) error {
+	if fn == nil {
+		return &Error{Reason: configError("Run", "a nil function", "a non-nil func(context.Context) error")}
+	}
 	_, err := Do(ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, fn(ctx)
 	}, opts...)
@@ -172,22 +175,22 @@ func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) 
 // value. It
 //
 //   - returns at once if ctx is already done, without calling fn;
-//   - asks the strategy for an initial token; if it refuses, fn is called
-//     once and not retried, unless the refusal wraps ErrRateLimited (a
-//     fail-fast rate limiter), which means no attempt at all;
-//   - waits each token's delay, and then, if the strategy is a Gate, as
-//     long as it asks, unless ctx ends first; if ctx has a deadline that
-//     would pass before the next attempt could start, it stops at once
-//     with ErrDeadlineTooSoon instead of waiting in vain;
+//   - asks the strategy for an initial token, which may wait (for a send
+//     slot, in adaptive mode); if the strategy refuses, fn is called once
+//     and not retried, unless the refusal wraps ErrRateLimited,
+//     ErrDeadlineTooSoon or ctx's error, which mean no attempt at all;
 //   - after a success, records it with the strategy and returns the value;
-//   - after a failure, asks the strategy for the next token, and gives up
-//     when it refuses (after waiting, if the refusal is a DelayedRefusal)
-//     or when ctx has ended.
+//   - after a failure, asks the strategy for the next token, which waits
+//     the backoff and any send slot, and gives up when the strategy
+//     refuses or when ctx has ended. A strategy of this package refuses at
+//     once, with ErrDeadlineTooSoon, a wait that ctx's deadline would cut
+//     short.
 //
-// When Do gives up, its error is an *Error that wraps both the reason and
-// the last attempt's error. Panics in fn propagate; Do leaves no goroutine
-// or timer behind. A token it abandons (ctx ended during the wait) goes
-// back to a strategy that implements TokenReleaser.
+// Do waits nothing itself: every wait is the strategy's. When Do gives up,
+// its error is an *Error that wraps both the reason and the last attempt's
+// error. Panics in fn propagate; Do leaves no goroutine or timer behind.
+// A nil ctx or fn, or a bad option, is an *Error wrapping ErrInvalidConfig,
+// with no attempt made.
 //
 // With a Standard or Adaptive strategy, a call that succeeds at once
 // allocates nothing.
@@ -195,10 +198,14 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	var zero T
 	var cfg doConfig
 	cfg.apply(opts)
-	if cfg.err != nil {
+	switch {
+	case cfg.err != nil:
 		return zero, &Error{Reason: cfg.err}
-	}
-	if ctx.Err() != nil {
+	case ctx == nil:
+		return zero, &Error{Reason: configError("Do", "a nil context.Context", "a non-nil Context (context.Background() if none)")}
+	case fn == nil:
+		return zero, &Error{Reason: configError("Do", "a nil function", "a non-nil func(context.Context) (T, error)")}
+	case ctx.Err() != nil:
 		return zero, &Error{Reason: contextReason(ctx)}
 	}
 	if cfg.strategy == nil {
@@ -206,20 +213,15 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	}
 
 	var c cursor
-	c.init(cfg.strategy)
-	tokenErr := c.acquire(cfg.scope)
-	if tokenErr != nil && errors.Is(tokenErr, ErrRateLimited) {
-		// A fail-fast rate limiter exists to refuse attempts.
+	if err := c.init(cfg.strategy); err != nil {
+		return zero, &Error{Reason: err}
+	}
+	tokenErr := c.acquire(ctx, cfg.scope)
+	if tokenErr != nil && noAttempt(ctx, tokenErr) {
 		return zero, &Error{Reason: tokenErr}
 	}
 	attempts := 0
 	for {
-		if tokenErr == nil && !c.immediate() {
-			if reason := c.ready(ctx); reason != nil {
-				c.abandon(reason)
-				return zero, &Error{Attempts: attempts, Err: c.lastErr, Reason: reason}
-			}
-		}
 		attempts++
 		var v T
 		var err error
@@ -234,7 +236,6 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 			}
 			return v, nil
 		}
-		c.lastErr = err
 		switch {
 		case ctx.Err() != nil:
 			// The caller's context ended: never retry.
@@ -242,16 +243,17 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		case tokenErr != nil:
 			return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
 		}
-		if reason := c.refresh(err); reason != nil {
-			var dr DelayedRefusal
-			if errors.As(reason, &dr) {
-				if werr := wait(ctx, dr.RefusalDelay()); werr != nil {
-					reason = fmt.Errorf("%w (cut short: %w)", reason, werr)
-				}
-			}
+		if reason := c.refresh(ctx, err); reason != nil {
 			return zero, &Error{Attempts: attempts, Err: err, Reason: reason}
 		}
 	}
+}
+
+// noAttempt reports whether err, a strategy's refusal of an initial token,
+// forbids even the one attempt a refusal otherwise allows.
+func noAttempt(ctx context.Context, err error) bool {
+	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrDeadlineTooSoon) ||
+		(ctx.Err() != nil && errors.Is(err, ctx.Err()))
 }
 
 // attempt calls fn once, bounded by timeout.
@@ -263,21 +265,6 @@ func attempt[T any](ctx context.Context, fn func(context.Context) (T, error), ti
 		err = TimedOut(err)
 	}
 	return v, err
-}
-
-// wait waits d, unless ctx ends first or its deadline leaves no time for
-// an attempt after d. It returns why it did not wait, or nil.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	if tooSoon(ctx, d) {
-		return fmt.Errorf("%w (waiting %v): %w", ErrDeadlineTooSoon, d, context.DeadlineExceeded)
-	}
-	if !sleep(ctx, d) {
-		return contextReason(ctx)
-	}
-	return nil
 }
 
 // sleep waits d and reports true, or reports false as soon as ctx ends. Its
@@ -297,7 +284,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // ends.
 func tooSoon(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
-	return ok && d > 0 && !time.Now().Add(d).Before(deadline)
+	return ok && d > 0 && time.Until(deadline) <= d
 }
 
 // contextReason returns ctx's error, with its cause if that says more.
@@ -314,28 +301,34 @@ func contextReason(ctx context.Context) error {
 // the token never escapes to the heap; for any other strategy it goes
 // through the RetryStrategy interface.
 type cursor struct {
-	e       *engine // non-nil for Standard and Adaptive
-	tok     token   // the current token, when e != nil
-	s       RetryStrategy
-	rt      RetryToken // the current token, when e == nil
-	lastErr error
+	e  *engine // non-nil for Standard and Adaptive
+	t  token   // the current token, when e != nil
+	s  RetryStrategy
+	rt RetryToken // the current token, when e == nil
 }
 
-func (c *cursor) init(s RetryStrategy) {
+// init sets the strategy, refusing the nil and zero values of this
+// package's strategies, which cannot decide anything.
+func (c *cursor) init(s RetryStrategy) error {
 	c.s = s
 	switch s := s.(type) {
 	case *Standard:
-		c.e = &s.e
+		if c.e = s.engine(); c.e == nil {
+			return configError("WithStrategy", "a nil or zero *Standard", "a strategy made by NewStandard")
+		}
 	case *Adaptive:
-		c.e = &s.e
+		if c.e = s.engine(); c.e == nil {
+			return configError("WithStrategy", "a nil or zero *Adaptive", "a strategy made by NewAdaptive")
+		}
 	}
+	return nil
 }
 
-func (c *cursor) acquire(scope string) error {
+func (c *cursor) acquire(ctx context.Context, scope string) error {
 	if c.e != nil {
-		return c.e.acquire(scope, &c.tok)
+		return c.e.acquireWait(ctx, scope, &c.t)
 	}
-	rt, err := c.s.AcquireInitialToken(scope)
+	rt, err := c.s.AcquireInitialToken(ctx, scope)
 	if err == nil && rt == nil {
 		err = fmt.Errorf("%w: %T.AcquireInitialToken returned no token", ErrInvalidToken, c.s)
 	}
@@ -343,51 +336,11 @@ func (c *cursor) acquire(scope string) error {
 	return err
 }
 
-func (c *cursor) delay() time.Duration {
+func (c *cursor) refresh(ctx context.Context, err error) error {
 	if c.e != nil {
-		return c.tok.delay
+		return c.e.refreshWait(ctx, &c.t, err)
 	}
-	return c.rt.Delay()
-}
-
-// immediate reports whether the token's attempt may go at once without
-// asking anyone: the common case, kept small enough to inline.
-func (c *cursor) immediate() bool {
-	return c.e != nil && c.tok.delay <= 0 && !c.tok.pending
-}
-
-// ready waits until the token's attempt may go: its delay, then as long as
-// a Gate asks.
-func (c *cursor) ready(ctx context.Context) error {
-	d := c.delay()
-	for {
-		if d > 0 {
-			if err := wait(ctx, d); err != nil {
-				return err
-			}
-		}
-		var err error
-		if d, err = c.admit(); err != nil || d <= 0 {
-			return err
-		}
-	}
-}
-
-func (c *cursor) admit() (time.Duration, error) {
-	if c.e != nil {
-		return c.e.admit(&c.tok)
-	}
-	if g, ok := c.s.(Gate); ok {
-		return g.Admit(c.rt)
-	}
-	return 0, nil
-}
-
-func (c *cursor) refresh(err error) error {
-	if c.e != nil {
-		return c.e.refresh(&c.tok, err)
-	}
-	rt, rerr := c.s.RefreshRetryToken(c.rt, err)
+	rt, rerr := c.s.RefreshRetryToken(ctx, c.rt, err)
 	if rerr == nil && rt == nil {
 		rerr = fmt.Errorf("%w: %T.RefreshRetryToken returned no token", ErrInvalidToken, c.s)
 	}
@@ -397,18 +350,8 @@ func (c *cursor) refresh(err error) error {
 
 func (c *cursor) recordSuccess() {
 	if c.e != nil {
-		c.e.record(&c.tok)
+		c.e.record(&c.t)
 		return
 	}
 	_ = c.s.RecordSuccess(c.rt) // fn succeeded; a bookkeeping error changes nothing for the caller
-}
-
-func (c *cursor) abandon(reason error) {
-	if c.e != nil {
-		c.e.abandon(&c.tok, c.lastErr, reason)
-		return
-	}
-	if r, ok := c.s.(TokenReleaser); ok {
-		_ = r.ReleaseToken(c.rt)
-	}
 }

@@ -294,10 +294,12 @@ func TestDoScopes(t *testing.T) {
 }
 
 // customStrategy is a RetryStrategy from outside the package: Do drives it
-// through the interface.
+// through the interface. It waits n seconds before retry n when wait is
+// set, and not at all otherwise.
 type customStrategy struct {
-	released, recorded int
-	delays             []time.Duration
+	recorded int
+	retries  int
+	wait     bool
 }
 
 type customToken struct{ n int }
@@ -305,42 +307,62 @@ type customToken struct{ n int }
 func (t customToken) Delay() time.Duration { return time.Duration(t.n) * time.Second }
 func (t customToken) RetryCount() int      { return t.n }
 
-func (s *customStrategy) AcquireInitialToken(string) (retry.RetryToken, error) {
+func (s *customStrategy) AcquireInitialToken(context.Context, string) (retry.RetryToken, error) {
 	return customToken{}, nil
 }
-func (s *customStrategy) RefreshRetryToken(tok retry.RetryToken, err error) (retry.RetryToken, error) {
+func (s *customStrategy) RefreshRetryToken(ctx context.Context, tok retry.RetryToken, err error) (retry.RetryToken, error) {
 	n := tok.RetryCount() + 1
-	if n > len(s.delays) {
+	if n > s.retries {
 		return nil, fmt.Errorf("custom: no more: %w", retry.ErrMaxAttemptsExceeded)
 	}
-	return customToken{n: n}, nil
+	next := customToken{n: n}
+	if s.wait {
+		select {
+		case <-time.After(next.Delay()):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return next, nil
 }
 func (s *customStrategy) RecordSuccess(retry.RetryToken) error { s.recorded++; return nil }
-func (s *customStrategy) ReleaseToken(retry.RetryToken) error  { s.released++; return nil }
 
 func TestDoCustomStrategy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &customStrategy{delays: make([]time.Duration, 4)}
+		s := &customStrategy{retries: 4, wait: true}
 		fn, calls := failing(errTransient, errTransient)
 		v, err := retry.Do(t.Context(), fn, retry.WithStrategy(s))
 		require.NoError(t, err)
 		assert.Equal(t, "ok", v)
-		assert.Equal(t, time.Second, (*calls)[1].Sub((*calls)[0]))
+		assert.Equal(t, time.Second, (*calls)[1].Sub((*calls)[0]), "the strategy waited")
 		assert.Equal(t, 2*time.Second, (*calls)[2].Sub((*calls)[1]))
 		assert.Equal(t, 1, s.recorded)
 
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
-		fn, _ = failing(errTransient)
+		fn, _ = failing(errTransient, errTransient)
 		_, err = retry.Do(ctx, fn, retry.WithStrategy(s))
-		require.ErrorIs(t, err, retry.ErrDeadlineTooSoon)
-		assert.Equal(t, 1, s.released, "the abandoned token went back through TokenReleaser")
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the strategy's wait ended with ctx")
+		require.ErrorIs(t, err, errTransient, "the last attempt's error is kept")
+	})
+}
+
+func TestDoWaitsNothingItself(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &customStrategy{retries: 2}
+		fn, calls := failing(errTransient, errTransient)
+		_, err := retry.Do(t.Context(), fn, retry.WithStrategy(s))
+		require.NoError(t, err)
+		require.Len(t, *calls, 3)
+		assert.Equal(t, (*calls)[0], (*calls)[2], "a strategy that returns at once gets immediate retries")
 	})
 }
 
 type nilTokenStrategy struct{ customStrategy }
 
-func (nilTokenStrategy) AcquireInitialToken(string) (retry.RetryToken, error) { return nil, nil }
+func (nilTokenStrategy) AcquireInitialToken(context.Context, string) (retry.RetryToken, error) {
+	return nil, nil
+}
 
 func TestDoStrategyReturningNoToken(t *testing.T) {
 	fn, calls := failing(errTransient)

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"container/list"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,62 +12,61 @@ import (
 // A RetryStrategy decides whether, and when, a failed operation is tried
 // again. It issues a RetryToken for each attempt; all per-call state lives
 // in the tokens, so one strategy can serve any number of concurrent calls.
-// Do and Transport drive any RetryStrategy; a caller with its own loop uses
-// the three methods directly:
 //
-//	token, err := s.AcquireInitialToken(scope)
-//	// err != nil: make one attempt, without retries.
+// The contract is blocking: each method returns when the caller may act on
+// its answer. A caller's own loop (an SDK middleware, an interceptor, a
+// consumer) that does nothing but acquire, attempt, refresh, attempt, ...,
+// record gets everything the strategy offers, backoff and client-side
+// pacing included, with no timer code of its own:
+//
+//	tok, err := s.AcquireInitialToken(ctx, scope)
+//	if err != nil {
+//		// ErrRateLimited, ErrDeadlineTooSoon or ctx's error: no attempt.
+//		// Any other error: one attempt, without retries.
+//	}
 //	for {
-//		// wait token.Delay(), then attempt
+//		attemptErr := call(ctx)
 //		if attemptErr == nil {
-//			s.RecordSuccess(token)
-//			break
+//			s.RecordSuccess(tok)
+//			return nil
 //		}
-//		if token, err = s.RefreshRetryToken(token, attemptErr); err != nil {
-//			break // err says why not
+//		if tok, err = s.RefreshRetryToken(ctx, tok, attemptErr); err != nil {
+//			return err // says why there is no next attempt; keep attemptErr too
 //		}
 //	}
+//
+// Do, Run and Transport drive any RetryStrategy this way and wait nothing
+// themselves: every wait is the strategy's, so a strategy that returns at
+// once gets immediate retries.
 type RetryStrategy interface {
-	// AcquireInitialToken returns the token for the first attempt. scope
-	// separates quota and rate state (one per endpoint, for example); ""
-	// is the default scope. An error here still allows exactly one
-	// attempt.
-	AcquireInitialToken(scope string) (RetryToken, error)
-	// RefreshRetryToken returns the token for the next attempt after the
-	// attempt admitted by token failed with err, or an error saying why
-	// there is none.
-	RefreshRetryToken(token RetryToken, err error) (RetryToken, error)
+	// AcquireInitialToken returns the token for the first attempt, when
+	// that attempt may be made: a strategy that paces sending (Adaptive)
+	// waits here for a send slot. scope separates quota and rate state
+	// (one per endpoint, for example); "" is the default scope.
+	//
+	// An error still allows exactly one attempt, without retries, unless
+	// it wraps ErrRateLimited, ErrDeadlineTooSoon or ctx's error: then no
+	// attempt may be made. A ctx that is already done is refused at once.
+	AcquireInitialToken(ctx context.Context, scope string) (RetryToken, error)
+
+	// RefreshRetryToken is called after the attempt admitted by token
+	// failed with err. It returns the token for the next attempt when that
+	// attempt may be made: it waits the backoff (never less than a
+	// retry-after hint that err carries) and any send slot, unless ctx ends
+	// first (the error wraps ctx's error) or ctx's deadline would pass
+	// before the attempt could start (the error wraps ErrDeadlineTooSoon);
+	// a wait cut short gives back what the token took from the retry
+	// quota.
+	//
+	// When there is no next attempt it returns an error saying why
+	// (wrapping ErrNotRetryable, ErrMaxAttemptsExceeded,
+	// ErrRetryQuotaExceeded, ...): at once, or, where the strategy asks its
+	// callers to wait before giving up (WithLongPolling), after waiting that
+	// long itself.
+	RefreshRetryToken(ctx context.Context, token RetryToken, err error) (RetryToken, error)
+
 	// RecordSuccess reports that the attempt admitted by token succeeded.
 	RecordSuccess(token RetryToken) error
-}
-
-// DelayedRefusal is implemented by errors from RefreshRetryToken that ask
-// the caller to wait before giving up, as a long-polling strategy's does
-// when its retry quota is spent (see WithLongPolling). Do and Transport
-// wait RefusalDelay, unless the context ends first, then return the error.
-type DelayedRefusal interface {
-	error
-	RefusalDelay() time.Duration
-}
-
-type delayedRefusal struct {
-	err   error
-	delay time.Duration
-}
-
-func (r *delayedRefusal) Error() string               { return r.err.Error() }
-func (r *delayedRefusal) Unwrap() error               { return r.err }
-func (r *delayedRefusal) RefusalDelay() time.Duration { return r.delay }
-
-// A Gate is implemented by strategies whose tokens must pass a check right
-// before their attempt, such as Adaptive, whose client-side rate limiter
-// gives out send slots. After waiting a token's delay, a caller asks Admit
-// whether the attempt may go now: 0 and a nil error mean yes; a positive
-// duration means no send slot yet, ask again after that long; an error
-// means the attempt must not be made (a fail-fast limiter's refusal wraps
-// ErrRateLimited). Do and Transport do this for every token.
-type Gate interface {
-	Admit(token RetryToken) (time.Duration, error)
 }
 
 // scopeState is the quota and rate state of one scope. Either may be nil:
@@ -80,11 +80,13 @@ type scopeState struct {
 // immutable after construction but for its scope cache, which has its own
 // lock.
 type engine struct {
+	clock           Clock
 	maxAttempts     int
 	backoff         Backoff
 	throttleBackoff Backoff
 	classify        Classifier
 	retryAfterLimit time.Duration // 0: none
+	maxSendWait     time.Duration // the longest an attempt waits for a send slot
 	longPolling     bool
 	hooks           []Hook
 
@@ -99,6 +101,10 @@ func (e *engine) scope(name string) *scopeState {
 	}
 	return e.scopes.get(name)
 }
+
+// The decisions. These never wait: they fill in a token whose delay says
+// how long to wait before its attempt, and whose pending flag says that
+// the attempt still needs a send slot (see admit).
 
 // acquire fills t, a zero token, with the token for the first attempt.
 func (e *engine) acquire(scope string, t *token) error {
@@ -119,7 +125,8 @@ func (e *engine) acquire(scope string, t *token) error {
 }
 
 // refresh turns t, whose attempt failed with err, into the token for the
-// next attempt, or says why there is none.
+// next attempt, or says why there is none. A refusal of a long-polling
+// strategy asks its caller to wait before giving up (a *refusal).
 func (e *engine) refresh(t *token, err error) error {
 	c := e.classify(err)
 	reason := e.next(t, c)
@@ -154,7 +161,7 @@ func (e *engine) next(t *token, c Classification) error {
 	}
 	attempts := t.retries + 1
 	if attempts >= e.maxAttempts {
-		return fmt.Errorf("%w (%d of %d)", ErrMaxAttemptsExceeded, attempts, e.maxAttempts)
+		return fmt.Errorf("%w: %d allowed", ErrMaxAttemptsExceeded, e.maxAttempts)
 	}
 
 	n := t.retries + 1
@@ -174,18 +181,22 @@ func (e *engine) next(t *token, c Classification) error {
 		w, err := st.bucket.Acquire(cost)
 		if err != nil {
 			if e.longPolling {
-				return &delayedRefusal{err: err, delay: backoff}
+				return &refusal{err: err, wait: backoff}
 			}
 			return err
 		}
 		delay = max(delay, w)
 	}
-	t.retries, t.delay, t.cost, t.pending = n, delay, cost, st.limiter != nil
+	t.retries, t.delay, t.cost, t.pending, t.slotSince = n, delay, cost, st.limiter != nil, time.Time{}
 	return nil
 }
 
-// admit checks that the attempt t admits may go now. A token of a strategy
-// without a rate limiter, or one already admitted, always may.
+// admit checks that the attempt t admits may go now, once its delay is
+// over. A token of a strategy without a rate limiter, or one already
+// admitted, always may. Otherwise it takes a send slot, or says how long to
+// wait before asking again, or refuses: with a fail-fast limiter when no
+// slot is free, and whenever the attempt would wait for a slot longer than
+// maxSendWait in all.
 func (e *engine) admit(t *token) (time.Duration, error) {
 	if !t.pending {
 		return 0, nil
@@ -198,6 +209,13 @@ func (e *engine) admit(t *token) (time.Duration, error) {
 		return 0, nil
 	case l.cfg.failFast:
 		return 0, err
+	}
+	now := l.cfg.clock.Now()
+	if t.slotSince.IsZero() {
+		t.slotSince = now
+	}
+	if waited := now.Sub(t.slotSince); waited > e.maxSendWait-d {
+		return 0, fmt.Errorf("%w: no send slot within %v (WithMaxSendWait)", ErrRateLimited, e.maxSendWait)
 	}
 	return max(d, 1), nil // a refusal always asks to wait
 }
@@ -237,29 +255,141 @@ func (e *engine) giveBack(t *token) {
 	}
 }
 
-// The exported methods, shared by Standard and Adaptive.
+// The waits. These block, on the engine's clock, until the attempt of a
+// token may go.
 
-func (e *engine) acquireInitialToken(scope string) (RetryToken, error) {
-	t := new(token)
+// acquireWait fills t with the token for the first attempt and waits until
+// that attempt may go. On a failed wait it gives the token back.
+func (e *engine) acquireWait(ctx context.Context, scope string, t *token) error {
+	if ctx.Err() != nil {
+		return contextReason(ctx)
+	}
 	if err := e.acquire(scope, t); err != nil {
+		return err
+	}
+	if t.delay <= 0 && !t.pending {
+		return nil
+	}
+	return e.await(ctx, t, nil)
+}
+
+// refreshWait turns t, whose attempt failed with err, into the token for
+// the next attempt and waits until that attempt may go, or says why there
+// is none.
+func (e *engine) refreshWait(ctx context.Context, t *token, err error) error {
+	reason := e.refresh(t, err)
+	if r, ok := reason.(*refusal); ok {
+		// Long polling: wait before giving up, so that a caller that polls
+		// again at once does not spin.
+		if werr := e.wait(ctx, r.wait); werr != nil {
+			return fmt.Errorf("%w (its wait cut short: %w)", r.err, werr)
+		}
+		return r.err
+	}
+	if reason != nil {
+		return reason
+	}
+	if t.delay <= 0 && !t.pending {
+		return nil
+	}
+	return e.await(ctx, t, err)
+}
+
+// await waits t's delay and then for a send slot. If it cannot, it gives
+// the token back and says why; lastErr is the failure that t retries.
+func (e *engine) await(ctx context.Context, t *token, lastErr error) error {
+	d := t.delay
+	for {
+		if err := e.wait(ctx, d); err != nil {
+			e.abandon(t, lastErr, err)
+			return err
+		}
+		var err error
+		if d, err = e.admit(t); err != nil {
+			e.abandon(t, lastErr, err)
+			return err
+		}
+		if d <= 0 {
+			return nil
+		}
+		t.delay += d
+	}
+}
+
+// wait waits d on the engine's clock, unless ctx ends first or its
+// deadline would pass before the wait ends. It returns why it did not
+// wait, or nil.
+func (e *engine) wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if tooSoon(ctx, d) {
+		return fmt.Errorf("%w (waiting %v): %w", ErrDeadlineTooSoon, d, context.DeadlineExceeded)
+	}
+	switch c := e.clock.(type) {
+	case systemClock:
+		if !sleep(ctx, d) {
+			return contextReason(ctx)
+		}
+		return nil
+	case Sleeper:
+		if err := c.Sleep(ctx, d); err != nil {
+			if ctx.Err() != nil {
+				return contextReason(ctx)
+			}
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: WithClock: a %T cannot wait; a strategy that waits needs a clock that implements Sleeper (event loops use the Plan methods instead)", ErrInvalidConfig, e.clock)
+}
+
+// refusal is a refusal that asks the caller to wait before giving up.
+type refusal struct {
+	err  error
+	wait time.Duration
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// The exported methods, shared by Standard and Adaptive. Each refuses the
+// engine of a nil or zero strategy, which cannot decide anything.
+
+// valid reports whether e was built by a constructor.
+func (e *engine) valid() bool { return e != nil && e.classify != nil }
+
+var errZeroStrategy = configError("strategy", "a nil or zero *Standard or *Adaptive", "one made by NewStandard or NewAdaptive")
+
+func (e *engine) acquireInitialToken(ctx context.Context, scope string) (RetryToken, error) {
+	if !e.valid() {
+		return nil, errZeroStrategy
+	}
+	t := new(token)
+	if err := e.acquireWait(ctx, scope, t); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func (e *engine) refreshRetryToken(rt RetryToken, err error) (RetryToken, error) {
-	old, cerr := e.claim(rt)
+func (e *engine) refreshRetryToken(ctx context.Context, rt RetryToken, err error) (RetryToken, error) {
+	if !e.valid() {
+		return nil, errZeroStrategy
+	}
+	t, cerr := e.successor(rt)
 	if cerr != nil {
 		return nil, cerr
 	}
-	t := &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost}
-	if err := e.refresh(t, err); err != nil {
+	if err := e.refreshWait(ctx, t, err); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
 func (e *engine) recordSuccess(rt RetryToken) error {
+	if !e.valid() {
+		return errZeroStrategy
+	}
 	t, err := e.claim(rt)
 	if err != nil {
 		return err
@@ -268,7 +398,47 @@ func (e *engine) recordSuccess(rt RetryToken) error {
 	return nil
 }
 
+func (e *engine) planInitialToken(scope string) (RetryToken, error) {
+	if !e.valid() {
+		return nil, errZeroStrategy
+	}
+	t := new(token)
+	if err := e.acquire(scope, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (e *engine) planRetryToken(rt RetryToken, err error) (RetryToken, time.Duration, error) {
+	if !e.valid() {
+		return nil, 0, errZeroStrategy
+	}
+	t, cerr := e.successor(rt)
+	if cerr != nil {
+		return nil, 0, cerr
+	}
+	if reason := e.refresh(t, err); reason != nil {
+		if r, ok := reason.(*refusal); ok {
+			return nil, r.wait, r.err
+		}
+		return nil, 0, reason
+	}
+	return t, t.delay, nil
+}
+
+// successor claims rt, a token of e, and returns a copy of it to refresh.
+func (e *engine) successor(rt RetryToken) (*token, error) {
+	old, err := e.claim(rt)
+	if err != nil {
+		return nil, err
+	}
+	return &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost}, nil
+}
+
 func (e *engine) admitToken(rt RetryToken) (time.Duration, error) {
+	if !e.valid() {
+		return 0, errZeroStrategy
+	}
 	t, err := e.unused(rt)
 	if err != nil {
 		return 0, err
@@ -277,6 +447,9 @@ func (e *engine) admitToken(rt RetryToken) (time.Duration, error) {
 }
 
 func (e *engine) releaseToken(rt RetryToken) error {
+	if !e.valid() {
+		return errZeroStrategy
+	}
 	t, err := e.claim(rt)
 	if err != nil {
 		return err

@@ -46,13 +46,13 @@ func TestAdaptiveDoesNotDelayBeforeThrottling(t *testing.T) {
 	a, err := retry.NewAdaptive(retry.WithClock(newManualClock()))
 	require.NoError(t, err)
 	for range 100 {
-		tok, err := a.AcquireInitialToken("")
+		tok, err := a.PlanInitialToken("")
 		require.NoError(t, err)
 		assert.Equal(t, time.Duration(0), tok.Delay())
 		d, err := a.Admit(tok)
 		require.NoError(t, err)
 		assert.Equal(t, time.Duration(0), d)
-		tok, err = a.RefreshRetryToken(tok, errTransient)
+		tok, err = plan(a, tok, errTransient)
 		require.NoError(t, err)
 		require.NoError(t, a.RecordSuccess(tok))
 	}
@@ -66,16 +66,16 @@ func TestAdaptiveSlowsAfterThrottling(t *testing.T) {
 
 	// 20 sends a second for 2 s, then a throttle.
 	for range 40 {
-		tok, _ := a.AcquireInitialToken("")
+		tok, _ := a.PlanInitialToken("")
 		_, err := a.Admit(tok)
 		require.NoError(t, err)
 		require.NoError(t, a.RecordSuccess(tok))
 		clock.Advance(50 * time.Millisecond)
 	}
-	tok, _ := a.AcquireInitialToken("")
+	tok, _ := a.PlanInitialToken("")
 	_, err = a.Admit(tok)
 	require.NoError(t, err)
-	tok, err = a.RefreshRetryToken(tok, errThrottled)
+	tok, err = plan(a, tok, errThrottled)
 	require.NoError(t, err)
 	stats := a.RateLimiter().Stats()
 	require.True(t, stats.Enabled, "a throttle enables the limiter")
@@ -85,7 +85,7 @@ func TestAdaptiveSlowsAfterThrottling(t *testing.T) {
 	admitted := 0
 	var wait time.Duration
 	for {
-		next, err := a.AcquireInitialToken("")
+		next, err := a.PlanInitialToken("")
 		require.NoError(t, err)
 		if wait, err = a.Admit(next); err != nil || wait > 0 {
 			require.NoError(t, err)
@@ -159,8 +159,8 @@ func TestAdaptiveSharedLimiter(t *testing.T) {
 	a2, err := retry.NewAdaptive(retry.WithRateLimiter(l))
 	require.NoError(t, err)
 	assert.Same(t, l, a1.RateLimiter())
-	tok, _ := a2.AcquireInitialToken("some-scope")
-	_, err = a2.RefreshRetryToken(tok, errThrottled)
+	tok, _ := a2.PlanInitialToken("some-scope")
+	_, err = plan(a2, tok, errThrottled)
 	require.NoError(t, err)
 	assert.True(t, a1.RateLimiter().Stats().Enabled, "a2's throttle slowed a1 too")
 }
@@ -168,11 +168,11 @@ func TestAdaptiveSharedLimiter(t *testing.T) {
 func TestAdaptiveScopesHaveTheirOwnLimiter(t *testing.T) {
 	a, err := retry.NewAdaptive()
 	require.NoError(t, err)
-	tok, _ := a.AcquireInitialToken("table-a")
-	_, err = a.RefreshRetryToken(tok, errThrottled)
+	tok, _ := a.PlanInitialToken("table-a")
+	_, err = plan(a, tok, errThrottled)
 	require.NoError(t, err)
 	assert.False(t, a.RateLimiter().Stats().Enabled, "the default scope was not throttled")
-	tok, _ = a.AcquireInitialToken("")
+	tok, _ = a.PlanInitialToken("")
 	d, err := a.Admit(tok)
 	require.NoError(t, err)
 	assert.Equal(t, time.Duration(0), d)
@@ -183,13 +183,13 @@ func TestAdaptiveInvalidTokens(t *testing.T) {
 	require.NoError(t, err)
 	s, err := retry.NewStandard()
 	require.NoError(t, err)
-	foreign, _ := s.AcquireInitialToken("")
-	used, _ := a.AcquireInitialToken("")
+	foreign, _ := s.PlanInitialToken("")
+	used, _ := a.PlanInitialToken("")
 	require.NoError(t, a.RecordSuccess(used))
 	for _, tok := range []retry.RetryToken{nil, foreign, used, customToken{}} {
 		_, err := a.Admit(tok)
 		require.ErrorIs(t, err, retry.ErrInvalidToken)
-		_, err = a.RefreshRetryToken(tok, errTransient)
+		_, err = plan(a, tok, errTransient)
 		require.ErrorIs(t, err, retry.ErrInvalidToken)
 	}
 }
@@ -224,12 +224,12 @@ func TestAdaptiveBadOptions(t *testing.T) {
 func TestAdaptiveQuotaMatchesStandard(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		new  func(q *retry.TokenBucket) (retry.RetryStrategy, error)
+		new  func(q *retry.TokenBucket) (planner, error)
 	}{
-		{"standard", func(q *retry.TokenBucket) (retry.RetryStrategy, error) {
+		{"standard", func(q *retry.TokenBucket) (planner, error) {
 			return retry.NewStandard(retry.WithRetryQuota(q), retry.WithMaxAttempts(10))
 		}},
-		{"adaptive", func(q *retry.TokenBucket) (retry.RetryStrategy, error) {
+		{"adaptive", func(q *retry.TokenBucket) (planner, error) {
 			return retry.NewAdaptive(retry.WithRetryQuota(q), retry.WithMaxAttempts(10))
 		}},
 	} {
@@ -238,10 +238,10 @@ func TestAdaptiveQuotaMatchesStandard(t *testing.T) {
 			require.NoError(t, err)
 			s, err := tc.new(q)
 			require.NoError(t, err)
-			tok, _ := s.AcquireInitialToken("")
+			tok, _ := s.PlanInitialToken("")
 			var levels []float64
 			for range 5 {
-				tok, err = s.RefreshRetryToken(tok, errThrottled)
+				tok, err = plan(s, tok, errThrottled)
 				levels = append(levels, q.Stats().Available)
 				if err != nil {
 					require.ErrorIs(t, err, retry.ErrRetryQuotaExceeded)

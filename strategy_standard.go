@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -28,10 +29,7 @@ type Standard struct {
 	e engine
 }
 
-var (
-	_ RetryStrategy = (*Standard)(nil)
-	_ TokenReleaser = (*Standard)(nil)
-)
+var _ RetryStrategy = (*Standard)(nil)
 
 // standardConfig is the configuration of Standard, and the shared part of
 // Adaptive's.
@@ -128,6 +126,7 @@ func (c *standardConfig) validate() error {
 // says whether it makes a new one each time.
 func (c *standardConfig) newEngine(newLimiter func() *RateLimiter, perScopeLimiter bool) engine {
 	e := engine{
+		clock:           c.clock,
 		maxAttempts:     c.maxAttempts,
 		backoff:         c.backoff,
 		throttleBackoff: c.throttleBackoff,
@@ -180,24 +179,28 @@ func NewStandard(opts ...StandardOption) (*Standard, error) {
 }
 
 // AcquireInitialToken returns the token for the first attempt in scope.
-// It fails only if the scope's bucket cannot pay a non-zero initial-try
-// cost.
-func (s *Standard) AcquireInitialToken(scope string) (RetryToken, error) {
-	return s.e.acquireInitialToken(scope)
+// It refuses a ctx that is already done, and fails when the scope's bucket
+// cannot pay a non-zero initial-try cost (WithInitialTryCost); a bucket in
+// wait mode makes it wait instead, within ctx.
+func (s *Standard) AcquireInitialToken(ctx context.Context, scope string) (RetryToken, error) {
+	return s.engine().acquireInitialToken(ctx, scope)
 }
 
 // RefreshRetryToken returns the token for the next attempt after the
-// attempt admitted by token failed with err. It returns an error wrapping
-// ErrNotRetryable if err is not safe to retry, ErrMaxAttemptsExceeded if no
-// attempts are left, ErrRetryQuotaExceeded if the bucket cannot pay for the
-// retry, or ErrInvalidToken if token was not issued by s or was already
+// attempt admitted by token failed with err, once the backoff is over. It
+// returns an error wrapping ErrNotRetryable if err is not safe to retry,
+// ErrMaxAttemptsExceeded if no attempts are left, ErrRetryQuotaExceeded if
+// the bucket cannot pay for the retry, ctx's error if ctx ends during the
+// wait, ErrDeadlineTooSoon if ctx's deadline would pass before the wait
+// ends, or ErrInvalidToken if token was not issued by s or was already
 // used.
 //
 // When err is not retryable, what the last retry took from the bucket is
 // given back: the service answered, so that retry did not feed an outage.
-// When attempts or quota run out, nothing is given back.
-func (s *Standard) RefreshRetryToken(token RetryToken, err error) (RetryToken, error) {
-	return s.e.refreshRetryToken(token, err)
+// When attempts or quota run out, nothing is given back. A wait cut short
+// gives back what the new token took.
+func (s *Standard) RefreshRetryToken(ctx context.Context, token RetryToken, err error) (RetryToken, error) {
+	return s.engine().refreshRetryToken(ctx, token, err)
 }
 
 // RecordSuccess reports that the attempt admitted by token succeeded: a
@@ -205,24 +208,70 @@ func (s *Standard) RefreshRetryToken(token RetryToken, err error) (RetryToken, e
 // retry gives back what it took. It returns an error wrapping
 // ErrInvalidToken if token was not issued by s or was already used.
 func (s *Standard) RecordSuccess(token RetryToken) error {
-	return s.e.recordSuccess(token)
+	return s.engine().recordSuccess(token)
+}
+
+// PlanInitialToken is the non-blocking form of AcquireInitialToken, for
+// event loops and simulations that keep their own timers; most callers
+// want AcquireInitialToken. It never waits: the attempt may go after the
+// token's Delay, once Admit allows it.
+func (s *Standard) PlanInitialToken(scope string) (RetryToken, error) {
+	return s.engine().planInitialToken(scope)
+}
+
+// PlanRetryToken is the non-blocking form of RefreshRetryToken, for event
+// loops and simulations: it decides at once and never waits. When it
+// grants a retry, the new token's Delay is the backoff to wait, and the
+// duration it returns is the same; the attempt may go after that, once
+// Admit allows it. When it refuses, the duration is how long the caller
+// should wait before giving up (a long-polling strategy's backoff, see
+// WithLongPolling; otherwise 0).
+func (s *Standard) PlanRetryToken(token RetryToken, err error) (RetryToken, time.Duration, error) {
+	return s.engine().planRetryToken(token, err)
+}
+
+// Admit is the send-slot check of the non-blocking path: it is asked once
+// a token's Delay is over. A Standard has no rate limiter, so it admits
+// every valid token at once; it exists so that one event loop can drive
+// Standard and Adaptive alike.
+func (s *Standard) Admit(token RetryToken) (time.Duration, error) {
+	return s.engine().admitToken(token)
 }
 
 // ReleaseToken gives back what token took from the bucket, for an attempt
-// that will not be made, and uses the token up. It returns an error
-// wrapping ErrInvalidToken if token was not issued by s or was already
-// used.
+// that will not be made, and uses the token up. The blocking methods do
+// this themselves; it is for callers of the Plan methods that abandon a
+// token. It returns an error wrapping ErrInvalidToken if token was not
+// issued by s or was already used.
 func (s *Standard) ReleaseToken(token RetryToken) error {
-	return s.e.releaseToken(token)
+	return s.engine().releaseToken(token)
 }
 
 // RetryQuota returns the bucket of the default scope, or nil if the
 // strategy has no retry quota. With WithRetryQuota it is the shared bucket.
-func (s *Standard) RetryQuota() *TokenBucket { return s.e.def.bucket }
+func (s *Standard) RetryQuota() *TokenBucket {
+	if e := s.engine(); e != nil {
+		return e.def.bucket
+	}
+	return nil
+}
 
 // MaxAttempts returns the number of attempts, the first included, that the
 // strategy allows.
-func (s *Standard) MaxAttempts() int { return s.e.maxAttempts }
+func (s *Standard) MaxAttempts() int {
+	if e := s.engine(); e != nil {
+		return e.maxAttempts
+	}
+	return 0
+}
+
+// engine returns the strategy's engine, or nil for a nil or zero Standard.
+func (s *Standard) engine() *engine {
+	if s == nil || !s.e.valid() {
+		return nil
+	}
+	return &s.e
+}
 
 // WithMaxAttempts sets the number of attempts, the first included (default
 // DefaultMaxAttempts). Valid: 1 or more; 1 means no retries.

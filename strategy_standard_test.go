@@ -22,19 +22,19 @@ func TestStandardDefaults(t *testing.T) {
 	assert.Equal(t, 500.0, stats.Available)
 	assert.True(t, stats.CircuitBreaker)
 
-	tok, err := s.AcquireInitialToken("")
+	tok, err := s.PlanInitialToken("")
 	require.NoError(t, err)
 	assert.Equal(t, time.Duration(0), tok.Delay())
 	assert.Equal(t, 0, tok.RetryCount())
 	for n := 1; n <= 2; n++ {
-		tok, err = s.RefreshRetryToken(tok, errTransient)
+		tok, err = plan(s, tok, errTransient)
 		require.NoError(t, err)
 		assert.Equal(t, n, tok.RetryCount())
 		capN := time.Duration(float64(retry.DefaultInitialDelay) * []float64{1, 1.5}[n-1])
 		assert.GreaterOrEqual(t, tok.Delay(), time.Duration(0))
 		assert.Less(t, tok.Delay(), capN+1, "full jitter keeps the delay within the cap")
 	}
-	_, err = s.RefreshRetryToken(tok, errTransient)
+	_, err = plan(s, tok, errTransient)
 	require.ErrorIs(t, err, retry.ErrMaxAttemptsExceeded)
 }
 
@@ -44,16 +44,16 @@ func TestStandardInvalidTokens(t *testing.T) {
 	other, err := retry.NewStandard()
 	require.NoError(t, err)
 
-	foreign, err := other.AcquireInitialToken("")
+	foreign, err := other.PlanInitialToken("")
 	require.NoError(t, err)
-	refreshed, err := s.AcquireInitialToken("")
+	refreshed, err := s.PlanInitialToken("")
 	require.NoError(t, err)
-	_, err = s.RefreshRetryToken(refreshed, errTransient)
+	_, err = plan(s, refreshed, errTransient)
 	require.NoError(t, err)
-	recorded, err := s.AcquireInitialToken("")
+	recorded, err := s.PlanInitialToken("")
 	require.NoError(t, err)
 	require.NoError(t, s.RecordSuccess(recorded))
-	released, err := s.AcquireInitialToken("")
+	released, err := s.PlanInitialToken("")
 	require.NoError(t, err)
 	require.NoError(t, s.ReleaseToken(released))
 
@@ -67,7 +67,7 @@ func TestStandardInvalidTokens(t *testing.T) {
 		"already released":         released,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := s.RefreshRetryToken(tok, errTransient)
+			_, err := plan(s, tok, errTransient)
 			require.ErrorIs(t, err, retry.ErrInvalidToken)
 			require.ErrorIs(t, s.RecordSuccess(tok), retry.ErrInvalidToken)
 			require.ErrorIs(t, s.ReleaseToken(tok), retry.ErrInvalidToken)
@@ -95,13 +95,13 @@ func TestStandardRefundDecision(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := retry.NewStandard()
 			require.NoError(t, err)
-			tok, err := s.AcquireInitialToken("")
+			tok, err := s.PlanInitialToken("")
 			require.NoError(t, err)
 			for _, e := range tt.errs[:len(tt.errs)-1] {
-				tok, err = s.RefreshRetryToken(tok, e)
+				tok, err = plan(s, tok, e)
 				require.NoError(t, err)
 			}
-			_, err = s.RefreshRetryToken(tok, tt.errs[len(tt.errs)-1])
+			_, err = plan(s, tok, tt.errs[len(tt.errs)-1])
 			require.Error(t, err)
 			assert.Equal(t, tt.want, s.RetryQuota().Stats().Available)
 		})
@@ -118,9 +118,9 @@ func TestStandardRetryAfterIsAMinimum(t *testing.T) {
 		{500 * time.Millisecond, time.Second},
 		{3 * time.Second, 3 * time.Second},
 	} {
-		tok, err := s.AcquireInitialToken("")
+		tok, err := s.PlanInitialToken("")
 		require.NoError(t, err)
-		tok, err = s.RefreshRetryToken(tok, retry.WithRetryAfter(errTransient, tt.hint))
+		tok, err = plan(s, tok, retry.WithRetryAfter(errTransient, tt.hint))
 		require.NoError(t, err)
 		assert.Equal(t, tt.want, tok.Delay(), "hint %v", tt.hint)
 		require.NoError(t, s.RecordSuccess(tok))
@@ -133,11 +133,11 @@ func TestStandardThrottleBackoff(t *testing.T) {
 		retry.WithThrottleBackoff(retry.ConstantBackoff(time.Second)),
 	)
 	require.NoError(t, err)
-	tok, _ := s.AcquireInitialToken("")
-	tok, err = s.RefreshRetryToken(tok, errTransient)
+	tok, _ := s.PlanInitialToken("")
+	tok, err = plan(s, tok, errTransient)
 	require.NoError(t, err)
 	assert.Equal(t, 50*time.Millisecond, tok.Delay())
-	tok, err = s.RefreshRetryToken(tok, retry.Throttled(errors.New("slow down")))
+	tok, err = plan(s, tok, retry.Throttled(errors.New("slow down")))
 	require.NoError(t, err)
 	assert.Equal(t, time.Second, tok.Delay())
 }
@@ -145,8 +145,8 @@ func TestStandardThrottleBackoff(t *testing.T) {
 func TestStandardNegativeBackoffIsZero(t *testing.T) {
 	s, err := retry.NewStandard(retry.WithBackoff(retry.BackoffFunc(func(int) time.Duration { return -time.Hour })))
 	require.NoError(t, err)
-	tok, _ := s.AcquireInitialToken("")
-	tok, err = s.RefreshRetryToken(tok, errTransient)
+	tok, _ := s.PlanInitialToken("")
+	tok, err = plan(s, tok, errTransient)
 	require.NoError(t, err)
 	assert.Equal(t, time.Duration(0), tok.Delay())
 }
@@ -155,9 +155,9 @@ func TestStandardScopes(t *testing.T) {
 	s, err := retry.NewStandard(retry.WithMaxCapacity(5), retry.WithMaxScopes(2))
 	require.NoError(t, err)
 	drain := func(scope string) error {
-		tok, err := s.AcquireInitialToken(scope)
+		tok, err := s.PlanInitialToken(scope)
 		require.NoError(t, err)
-		_, err = s.RefreshRetryToken(tok, errTransient)
+		_, err = plan(s, tok, errTransient)
 		return err
 	}
 	require.NoError(t, drain("a"))
@@ -178,8 +178,8 @@ func TestStandardSharedQuota(t *testing.T) {
 	require.NoError(t, err)
 	for _, s := range []*retry.Standard{s1, s2} {
 		for _, scope := range []string{"x", "y"} {
-			tok, _ := s.AcquireInitialToken(scope)
-			_, err := s.RefreshRetryToken(tok, errTransient)
+			tok, _ := s.PlanInitialToken(scope)
+			_, err := plan(s, tok, errTransient)
 			if err != nil {
 				require.ErrorIs(t, err, retry.ErrRetryQuotaExceeded)
 			}
@@ -193,9 +193,9 @@ func TestStandardWithoutRetryQuota(t *testing.T) {
 	s, err := retry.NewStandard(retry.WithoutRetryQuota(), retry.WithMaxAttempts(100), retry.WithBackoff(retry.NoBackoff))
 	require.NoError(t, err)
 	assert.Nil(t, s.RetryQuota())
-	tok, _ := s.AcquireInitialToken("")
+	tok, _ := s.PlanInitialToken("")
 	for range 99 {
-		tok, err = s.RefreshRetryToken(tok, errTransient)
+		tok, err = plan(s, tok, errTransient)
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.RecordSuccess(tok))
@@ -212,11 +212,11 @@ func TestStandardWaitModeQuota(t *testing.T) {
 		retry.WithMaxAttempts(5),
 	)
 	require.NoError(t, err)
-	tok, _ := s.AcquireInitialToken("")
-	tok, err = s.RefreshRetryToken(tok, errTransient)
+	tok, _ := s.PlanInitialToken("")
+	tok, err = plan(s, tok, errTransient)
 	require.NoError(t, err)
 	assert.Equal(t, 100*time.Millisecond, tok.Delay(), "the bucket could pay: backoff only")
-	tok, err = s.RefreshRetryToken(tok, errTransient)
+	tok, err = plan(s, tok, errTransient)
 	require.NoError(t, err)
 	assert.Equal(t, 500*time.Millisecond, tok.Delay(), "5 tokens at 10/s: wait for the refill")
 	assert.Equal(t, 5.0, s.RetryQuota().Stats().Owed)
@@ -288,11 +288,11 @@ func TestStandardStress(t *testing.T) {
 		wg.Go(func() {
 			scope := []string{"", "a", "b"}[g%3]
 			for range calls {
-				tok, err := s.AcquireInitialToken(scope)
+				tok, err := s.PlanInitialToken(scope)
 				if !assert.NoError(t, err) {
 					return
 				}
-				if tok, err = s.RefreshRetryToken(tok, errTransient); !assert.NoError(t, err) {
+				if tok, err = plan(s, tok, errTransient); !assert.NoError(t, err) {
 					return
 				}
 				assert.NoError(t, s.RecordSuccess(tok))

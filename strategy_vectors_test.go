@@ -61,7 +61,7 @@ func TestStandardModeSEPv20(t *testing.T) {
 			)
 			require.NoError(t, err)
 
-			token, err := s.AcquireInitialToken("")
+			token, err := s.PlanInitialToken("")
 			require.NoError(t, err)
 			for i, r := range tc.Responses {
 				step := fmt.Sprintf("response %d (%d)", i, r.Response.StatusCode)
@@ -71,7 +71,7 @@ func TestStandardModeSEPv20(t *testing.T) {
 					outcome = "success"
 				} else {
 					// Every non-200 status in this file is a retryable server error.
-					next, err := s.RefreshRetryToken(token, &statusError{status: 500})
+					next, err := plan(s, token, &statusError{status: 500})
 					outcome = outcomeOf(err)
 					if err == nil {
 						token = next
@@ -131,7 +131,6 @@ func TestSmithyJavaTokenScenarios(t *testing.T) {
 				retry.WithLongPolling(tc.Flags == "IS_LONG_POLLING"))
 			require.NoError(t, err)
 
-			var refusal retry.DelayedRefusal
 			var (
 				token    retry.RetryToken
 				acquired int
@@ -140,7 +139,7 @@ func TestSmithyJavaTokenScenarios(t *testing.T) {
 			for i, st := range statuses {
 				last := i == len(statuses)-1
 				if token == nil {
-					token, err = s.AcquireInitialToken("scope")
+					token, err = s.PlanInitialToken("scope")
 					require.NoError(t, err)
 					acquired = 0
 				}
@@ -150,15 +149,14 @@ func TestSmithyJavaTokenScenarios(t *testing.T) {
 					continue
 				}
 				before := quota.Stats().Available
-				next, err := s.RefreshRetryToken(token, smithyFailure(st))
+				next, wait, err := s.PlanRetryToken(token, smithyFailure(st))
 				if err != nil {
 					require.True(t, last, "refresh %d (%s) failed before the last status: %v", i, st, err)
 					success = false
 					if tc.ExpectDelay {
-						require.ErrorAs(t, err, &refusal, "a long-polling refusal carries a delay")
-						assert.Positive(t, refusal.RefusalDelay())
+						assert.Positive(t, wait, "a long-polling refusal carries a delay")
 					} else {
-						assert.False(t, errors.As(err, &refusal), "only long polling delays a refusal")
+						assert.Zero(t, wait, "only long polling delays a refusal")
 					}
 					if errors.Is(err, retry.ErrRetryQuotaExceeded) {
 						acquired = 0 // the failed acquisition took nothing
@@ -277,30 +275,30 @@ func TestBotocoreQuotaCheckerLegacy(t *testing.T) {
 
 	t.Run("cost of a generic error", func(t *testing.T) {
 		s, q := newStrategy(t, 500)
-		tok, _ := s.AcquireInitialToken("")
-		_, err := s.RefreshRetryToken(tok, generic)
+		tok, _ := s.PlanInitialToken("")
+		_, err := plan(s, tok, generic)
 		require.NoError(t, err)
 		assert.Equal(t, 495.0, q.Stats().Available)
 	})
 	t.Run("cost of a timeout", func(t *testing.T) {
 		s, q := newStrategy(t, 500)
-		tok, _ := s.AcquireInitialToken("")
-		_, err := s.RefreshRetryToken(tok, timeout)
+		tok, _ := s.PlanInitialToken("")
+		_, err := plan(s, tok, timeout)
 		require.NoError(t, err)
 		assert.Equal(t, 490.0, q.Stats().Available)
 	})
 	t.Run("success after a retry gives its cost back", func(t *testing.T) {
 		s, q := newStrategy(t, 500)
-		tok, _ := s.AcquireInitialToken("")
-		tok, err := s.RefreshRetryToken(tok, generic)
+		tok, _ := s.PlanInitialToken("")
+		tok, err := plan(s, tok, generic)
 		require.NoError(t, err)
 		require.NoError(t, s.RecordSuccess(tok))
 		assert.Equal(t, 500.0, q.Stats().Available)
 	})
 	t.Run("failed retries give nothing back", func(t *testing.T) {
 		s, q := newStrategy(t, 500)
-		tok, _ := s.AcquireInitialToken("")
-		tok, err := s.RefreshRetryToken(tok, generic)
+		tok, _ := s.PlanInitialToken("")
+		tok, err := plan(s, tok, generic)
 		require.NoError(t, err)
 		// The call ends with the last failure: no success is recorded.
 		_ = tok
@@ -310,23 +308,23 @@ func TestBotocoreQuotaCheckerLegacy(t *testing.T) {
 		s, q := newStrategy(t, 500)
 		_, err := q.Acquire(5)
 		require.NoError(t, err)
-		tok, _ := s.AcquireInitialToken("")
+		tok, _ := s.PlanInitialToken("")
 		require.NoError(t, s.RecordSuccess(tok))
 		assert.Equal(t, 496.0, q.Stats().Available)
 	})
 	t.Run("quota runs out", func(t *testing.T) {
 		s, q := newStrategy(t, 5)
-		tok, _ := s.AcquireInitialToken("")
-		tok, err := s.RefreshRetryToken(tok, generic)
+		tok, _ := s.PlanInitialToken("")
+		tok, err := plan(s, tok, generic)
 		require.NoError(t, err)
-		_, err = s.RefreshRetryToken(tok, generic)
+		_, err = plan(s, tok, generic)
 		require.ErrorIs(t, err, retry.ErrRetryQuotaExceeded)
 		assert.Equal(t, 0.0, q.Stats().Available)
 	})
 	t.Run("empty quota", func(t *testing.T) {
 		s, _ := newStrategy(t, 0)
-		tok, _ := s.AcquireInitialToken("")
-		_, err := s.RefreshRetryToken(tok, generic)
+		tok, _ := s.PlanInitialToken("")
+		_, err := plan(s, tok, generic)
 		require.ErrorIs(t, err, retry.ErrRetryQuotaExceeded)
 	})
 	// Quota of 500 / 5 per retry = 100 retries = 50 calls that fail three
@@ -336,16 +334,16 @@ func TestBotocoreQuotaCheckerLegacy(t *testing.T) {
 		s, err := retry.NewStandard(retry.WithRetryQuota(q))
 		require.NoError(t, err)
 		for call := range 50 {
-			tok, _ := s.AcquireInitialToken("")
+			tok, _ := s.PlanInitialToken("")
 			for range 2 {
-				tok, err = s.RefreshRetryToken(tok, &statusError{status: 502})
+				tok, err = plan(s, tok, &statusError{status: 502})
 				require.NoError(t, err, "call %d", call)
 			}
-			_, err = s.RefreshRetryToken(tok, &statusError{status: 502})
+			_, err = plan(s, tok, &statusError{status: 502})
 			require.ErrorIs(t, err, retry.ErrMaxAttemptsExceeded)
 		}
-		tok, _ := s.AcquireInitialToken("")
-		_, err = s.RefreshRetryToken(tok, &statusError{status: 502})
+		tok, _ := s.PlanInitialToken("")
+		_, err = plan(s, tok, &statusError{status: 502})
 		require.ErrorIs(t, err, retry.ErrRetryQuotaExceeded)
 	})
 }

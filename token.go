@@ -9,24 +9,16 @@ import (
 // A RetryToken admits one attempt of an operation. A strategy issues the
 // first with AcquireInitialToken and each later one with RefreshRetryToken;
 // the token carries the per-call state, so the strategy itself stays
-// shareable.
+// shareable. A token is used once: refreshed or recorded, it is spent.
 type RetryToken interface {
-	// Delay is how long to wait before the attempt this token admits. The
-	// first attempt may wait too, for example for a client-side rate
-	// limiter.
+	// Delay is the whole wait the strategy imposed before the attempt this
+	// token admits: backoff and pacing; 0 for none. A token from the
+	// non-blocking Plan methods reports the wait still to be made before
+	// its attempt (see Standard.PlanRetryToken).
 	Delay() time.Duration
 	// RetryCount is the number of attempts made so far minus the initial
 	// one: 0 for the token of the first attempt.
 	RetryCount() int
-}
-
-// TokenReleaser is implemented by strategies that can take back a token
-// whose attempt was never made, such as when the caller's context ended
-// during the token's delay. ReleaseToken gives back the retry quota the
-// token took, without counting a success, and uses the token up. Do calls
-// it when it abandons a token.
-type TokenReleaser interface {
-	ReleaseToken(token RetryToken) error
 }
 
 // token is the RetryToken of Standard and Adaptive.
@@ -36,9 +28,10 @@ type token struct {
 	scopeName string
 	retries   int
 	delay     time.Duration
-	cost      int    // quota tokens taken to issue this token
-	pending   bool   // the attempt still needs a send slot (see Gate)
-	used      uint32 // set once refreshed, recorded or released (atomic)
+	cost      int       // quota tokens taken to issue this token
+	pending   bool      // the attempt still needs a send slot (see engine.admit)
+	slotSince time.Time // when the attempt first asked for a send slot and found none
+	used      uint32    // set once refreshed, recorded or released (atomic)
 }
 
 func (t *token) Delay() time.Duration { return t.delay }

@@ -519,7 +519,7 @@ func TestStandardQuotaStress(t *testing.T) {
 			s := strategies[g%len(strategies)]
 			scope := []string{"", "a", "b"}[g%3]
 			for range calls {
-				tok, err := s.AcquireInitialToken(scope)
+				tok, err := s.PlanInitialToken(scope)
 				if err != nil {
 					fail(err)
 					return
@@ -530,7 +530,7 @@ func TestStandardQuotaStress(t *testing.T) {
 					}
 					continue
 				}
-				next, err := s.RefreshRetryToken(tok, failures[r.IntN(len(failures))])
+				next, err := plan(s, tok, failures[r.IntN(len(failures))])
 				if errors.Is(err, retry.ErrRetryQuotaExceeded) {
 					refused.Add(1)
 					continue
@@ -545,7 +545,7 @@ func TestStandardQuotaStress(t *testing.T) {
 				retried.Add(1)
 				switch r.IntN(4) {
 				case 0: // the retry fails for good: its cost is given back
-					_, err = s.RefreshRetryToken(next, &statusError{status: 404})
+					_, err = plan(s, next, &statusError{status: 404})
 					if !errors.Is(err, retry.ErrNotRetryable) {
 						fail(fmt.Errorf("got %v, want ErrNotRetryable", err))
 					}

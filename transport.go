@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -34,13 +35,14 @@ import (
 // When the strategy gives up after a failed response (a 503 on the last
 // attempt, or a 404 it does not retry), RoundTrip returns that response,
 // body intact, and a nil error, as a plain http.Client would. Before each
-// retry the body of the failed response is read (up to 4 KiB) and closed,
-// so its connection can serve the next attempt. When the last attempt
+// retry the failed response is closed, so its connection can serve the
+// next attempt. When the last attempt
 // failed with an error, or the request's context ended, RoundTrip returns
 // a nil response and an *Error that wraps the last attempt's error and the
-// reason for giving up.
-// A retry waits the token's delay unless the request's context ends first;
-// no attempt starts after it has ended.
+// reason for giving up. The strategy does the waiting between attempts
+// (see RetryStrategy); no attempt starts after the request's context has
+// ended. While the strategy waits, a failed response's body (up to 4 KiB)
+// is held in memory, not on its connection.
 //
 // A Transport is safe for concurrent use by multiple goroutines, as long
 // as its fields are not changed once it is in use.
@@ -87,19 +89,19 @@ const drainLimit = 4 << 10
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	rt := &roundTrip{
-		RetryStrategy: t.Strategy,
-		t:             t,
-		req:           req,
-		base:          t.Base,
-		replay:        t.replayable(req),
+		t:      t,
+		req:    req,
+		base:   t.Base,
+		replay: t.replayable(req),
 	}
-	if rt.RetryStrategy == nil {
-		rt.RetryStrategy = DefaultStrategy()
+	strategy := t.Strategy
+	if strategy == nil {
+		strategy = DefaultStrategy()
 	}
 	if rt.base == nil {
 		rt.base = http.DefaultTransport
 	}
-	resp, err := Do(ctx, rt.attempt, WithStrategy(rt), WithScope(t.scope(req)))
+	resp, err := Do(ctx, rt.attempt, WithStrategy(strategy), WithScope(t.scope(req)))
 	if err == nil {
 		return resp, nil
 	}
@@ -221,18 +223,14 @@ func CheckStatus(resp *http.Response) error {
 	return &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Code: strings.TrimSpace(code)}
 }
 
-// roundTrip is the state of one RoundTrip call. It is also the strategy
-// the call's Do drives: the Transport's strategy, which it wraps to release
-// a failed response as soon as a retry is granted, rather than holding its
-// connection through the wait.
+// roundTrip is the state of one RoundTrip call.
 type roundTrip struct {
-	RetryStrategy
 	t        *Transport
 	req      *http.Request
 	base     http.RoundTripper
 	replay   bool           // req may be sent again
 	attempts int            // attempts started
-	failed   *http.Response // the latest failed attempt's response, body unread
+	failed   *http.Response // the latest failed attempt's response
 }
 
 // attempt sends req once: the first time as it is, later as a clone with a
@@ -272,6 +270,9 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 		if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok && d > 0 {
 			err = WithRetryAfter(err, d)
 		}
+		if rt.replay {
+			release(resp)
+		}
 		rt.failed = resp
 		return nil, rt.mark(err)
 	}
@@ -289,40 +290,53 @@ func (rt *roundTrip) mark(err error) error {
 	return &marked{err: err, safety: SafetyNo, throttle: c.Throttle, timeout: c.Timeout}
 }
 
-// RefreshRetryToken asks the wrapped strategy for a retry and, if it grants
-// one, releases the failed response before Do waits: its connection can
-// then serve other requests, or the retry itself. If the request's deadline
-// would pass before the retry could start, Do will give up without waiting
-// and the response is kept for the caller.
-func (rt *roundTrip) RefreshRetryToken(token RetryToken, err error) (RetryToken, error) {
-	next, rerr := rt.RetryStrategy.RefreshRetryToken(token, err)
-	if rerr != nil || next == nil || rt.failed == nil {
-		return next, rerr
+// release frees the connection of resp, a failed response that may be
+// retried, while the strategy waits: a body of at most drainLimit bytes is
+// read into memory and the original closed, so that the caller still gets
+// the body intact if no retry follows. A longer body keeps its connection
+// until the next attempt starts or RoundTrip returns.
+func release(resp *http.Response) {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return
 	}
-	if tooSoon(rt.req.Context(), next.Delay()) {
-		return next, nil // as wait decides: Do stops with ErrDeadlineTooSoon
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, drainLimit+1))
+	if len(buf) > drainLimit {
+		resp.Body = &prefixedBody{prefix: bytes.NewReader(buf), ReadCloser: resp.Body}
+		return
 	}
-	discard(rt.failed)
-	rt.failed = nil
-	return next, nil
+	resp.Body.Close()
+	if err != nil {
+		resp.Body = io.NopCloser(&failingReader{buf: bytes.NewReader(buf), err: err})
+		return
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(buf))
 }
 
-// Admit asks the wrapped strategy whether the attempt may go, if it is a
-// Gate (an Adaptive strategy's rate limiter hands out send slots).
-func (rt *roundTrip) Admit(token RetryToken) (time.Duration, error) {
-	if g, ok := rt.RetryStrategy.(Gate); ok {
-		return g.Admit(token)
-	}
-	return 0, nil
+// prefixedBody is a body whose first bytes were already read into prefix.
+type prefixedBody struct {
+	prefix *bytes.Reader
+	io.ReadCloser
 }
 
-// ReleaseToken gives token back to the wrapped strategy, if it takes
-// tokens back.
-func (rt *roundTrip) ReleaseToken(token RetryToken) error {
-	if r, ok := rt.RetryStrategy.(TokenReleaser); ok {
-		return r.ReleaseToken(token)
+func (b *prefixedBody) Read(p []byte) (int, error) {
+	if b.prefix.Len() > 0 {
+		return b.prefix.Read(p)
 	}
-	return nil
+	return b.ReadCloser.Read(p)
+}
+
+// failingReader replays what was read of a body and then the error that
+// ended the read.
+type failingReader struct {
+	buf *bytes.Reader
+	err error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.buf.Len() > 0 {
+		return r.buf.Read(p)
+	}
+	return 0, r.err
 }
 
 // discard reads a little of resp's body, so that its connection can be

@@ -94,7 +94,6 @@ type recorder struct {
 	scopes    []string
 	failures  []retry.Classification
 	successes int
-	releases  int
 }
 
 type recorderToken struct{ retries int }
@@ -102,14 +101,14 @@ type recorderToken struct{ retries int }
 func (t *recorderToken) Delay() time.Duration { return 0 }
 func (t *recorderToken) RetryCount() int      { return t.retries }
 
-func (r *recorder) AcquireInitialToken(scope string) (retry.RetryToken, error) {
+func (r *recorder) AcquireInitialToken(_ context.Context, scope string) (retry.RetryToken, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.scopes = append(r.scopes, scope)
 	return &recorderToken{}, nil
 }
 
-func (r *recorder) RefreshRetryToken(tok retry.RetryToken, err error) (retry.RetryToken, error) {
+func (r *recorder) RefreshRetryToken(_ context.Context, tok retry.RetryToken, err error) (retry.RetryToken, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := retry.Classify(err)
@@ -128,13 +127,6 @@ func (r *recorder) RecordSuccess(retry.RetryToken) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.successes++
-	return nil
-}
-
-func (r *recorder) ReleaseToken(retry.RetryToken) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.releases++
 	return nil
 }
 

@@ -29,15 +29,14 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/internal/storm"
 )
 
-var (
-	_ retry.RetryStrategy = (*Strategy)(nil)
-	_ retry.Gate          = (*Strategy)(nil)
-)
+var _ storm.Stepper = (*Strategy)(nil)
 
-// Strategy presents an aws-sdk-go-v2 retryer as a retry.RetryStrategy and
-// a retry.Gate. It calls the retryer as the SDK's retry middleware does in
+// Strategy presents an aws-sdk-go-v2 retryer as a storm.Stepper, the
+// non-blocking strategy the simulation drives. It calls the retryer as the
+// SDK's retry middleware does in
 // its default (legacy) mode (aws/retry/middleware.go, Attempt.HandleFinalize
 // and handleAttempt, v1.47.7):
 //
@@ -49,12 +48,12 @@ var (
 //     (RecordSuccess);
 //   - after a failed attempt, the same two release funcs with the error,
 //     then IsErrorRetryable, the MaxAttempts check, GetRetryToken and
-//     RetryDelay(attempt, err), in that order (RefreshRetryToken).
+//     RetryDelay(attempt, err), in that order (PlanRetryToken).
 //
-// Strategy does not implement retry.TokenReleaser: when the middleware
-// abandons a request during a retry's sleep (its context ended), it drops
-// the retry token without releasing it, so the retry's cost is not given
-// back, and neither is it here.
+// ReleaseToken gives nothing back: when the middleware abandons a request
+// during a retry's sleep (its context ended), it drops the retry token
+// without releasing it, so the retry's cost is not given back, and neither
+// is it here.
 //
 // Errors reach the retryer through the func given to NewStrategy, which
 // turns the caller's errors into what the SDK would see; SDKError does it
@@ -110,11 +109,18 @@ func (s *Strategy) claim(rt retry.RetryToken) (*Token, error) {
 
 func nopRelease(error) error { return nil }
 
-// AcquireInitialToken returns the token of the first attempt. The SDK
+// PlanInitialToken returns the token of the first attempt. The SDK
 // takes nothing before the first attempt but its attempt token, which
 // Admit takes; scope is ignored (an SDK retryer has one quota).
-func (s *Strategy) AcquireInitialToken(string) (retry.RetryToken, error) {
+func (s *Strategy) PlanInitialToken(string) (retry.RetryToken, error) {
 	return &Token{owner: s, attempt: 1, releaseRetry: nopRelease}, nil
+}
+
+// ReleaseToken uses the token up and gives nothing back, as the
+// middleware drops a retry token whose attempt it abandons.
+func (s *Strategy) ReleaseToken(rt retry.RetryToken) error {
+	_, err := s.claim(rt)
+	return err
 }
 
 // Admit takes the SDK's attempt token, right before the attempt, as the
@@ -157,10 +163,19 @@ func (s *Strategy) RecordSuccess(rt retry.RetryToken) error {
 	return nil
 }
 
-// RefreshRetryToken does what the middleware does after a failed attempt:
+// PlanRetryToken does what the middleware does after a failed attempt:
 // release both tokens with the error, then IsErrorRetryable, MaxAttempts,
-// GetRetryToken and RetryDelay. Its errors are the middleware's.
-func (s *Strategy) RefreshRetryToken(rt retry.RetryToken, attemptErr error) (retry.RetryToken, error) {
+// GetRetryToken and RetryDelay. Its errors are the middleware's; it never
+// asks to wait before giving up.
+func (s *Strategy) PlanRetryToken(rt retry.RetryToken, attemptErr error) (retry.RetryToken, time.Duration, error) {
+	next, err := s.refresh(rt, attemptErr)
+	if err != nil {
+		return nil, 0, err
+	}
+	return next, next.Delay(), nil
+}
+
+func (s *Strategy) refresh(rt retry.RetryToken, attemptErr error) (retry.RetryToken, error) {
 	t, err := s.claim(rt)
 	if err != nil {
 		return nil, err

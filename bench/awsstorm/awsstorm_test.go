@@ -66,10 +66,10 @@ func (r *recorder) GetAttemptToken(context.Context) (func(error) error, error) {
 var _ aws.RetryerV2 = (*recorder)(nil)
 
 // drive runs one request through s as the simulation and retry.Do do:
-// Admit before each attempt, then RecordSuccess or RefreshRetryToken.
+// Admit before each attempt, then RecordSuccess or PlanRetryToken.
 func drive(t *testing.T, s *Strategy, outcomes []error) {
 	t.Helper()
-	tok, err := s.AcquireInitialToken("")
+	tok, err := s.PlanInitialToken("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func drive(t *testing.T, s *Strategy, outcomes []error) {
 			}
 			return
 		}
-		if tok, err = s.RefreshRetryToken(tok, outcome); err != nil {
+		if tok, _, err = s.PlanRetryToken(tok, outcome); err != nil {
 			return
 		}
 	}
@@ -116,11 +116,11 @@ func TestOrder(t *testing.T) {
 
 func TestTokens(t *testing.T) {
 	s := NewStrategy(&recorder{log: new([]string), maxAttempts: 3, refuseAfter: 10}, nil)
-	tok, _ := s.AcquireInitialToken("")
+	tok, _ := s.PlanInitialToken("")
 	if _, err := s.Admit(tok); err != nil {
 		t.Fatal(err)
 	}
-	next, err := s.RefreshRetryToken(tok, errors.New("fail"))
+	next, _, err := s.PlanRetryToken(tok, errors.New("fail"))
 	if err != nil {
 		t.Fatal(err)
 	}

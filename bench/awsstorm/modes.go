@@ -55,7 +55,7 @@ func Contenders() []Contender {
 // API: the standard retryer reads no clock. The same arguments give the
 // same Result.
 func RunStandard(sc storm.Scenario, seed uint64) (storm.Result, error) {
-	return storm.RunStrategy(sc, AWSStandard, func(_ retry.Clock, random func() float64) (retry.RetryStrategy, error) {
+	return storm.RunStrategy(sc, AWSStandard, func(_ retry.Clock, random func() float64) (storm.Stepper, error) {
 		r, err := NewStandard(random)
 		if err != nil {
 			return nil, err

@@ -55,7 +55,13 @@ func RunRealtime(sc storm.Scenario, seed uint64) ([]RealtimeResult, error) {
 	sdkClock.Lock()
 	defer sdkClock.Unlock()
 
-	rk, err := storm.Adaptive.NewStrategy(retry.ClockFunc(time.Now), lockedRandom(seed, 0))
+	// retrykit's adaptive mode with its defaults, on the system clock,
+	// which its waits need.
+	backoff, err := retry.NewExponentialBackoff(retry.WithRandom(lockedRandom(seed, 0)))
+	if err != nil {
+		return nil, err
+	}
+	rk, err := retry.NewAdaptive(retry.WithBackoff(backoff))
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func RunAdaptive(sc storm.Scenario, seed uint64) (storm.Result, error) {
 	defer sdkClock.Unlock()
 	now, sleep := sdkNowTime, sdkSleepWithContext
 	defer func() { sdkNowTime, sdkSleepWithContext = now, sleep }()
-	return storm.RunStrategy(sc, AWSAdaptive, func(clock retry.Clock, random func() float64) (retry.RetryStrategy, error) {
+	return storm.RunStrategy(sc, AWSAdaptive, func(clock retry.Clock, random func() float64) (storm.Stepper, error) {
 		// Before NewAdaptiveMode, which reads the clock.
 		sdkNowTime = clock.Now
 		sdkSleepWithContext = func(_ context.Context, d time.Duration) error { return &sleepRequest{d} }

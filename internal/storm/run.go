@@ -80,9 +80,21 @@ func Run(sc Scenario, mode Mode, seed uint64) (Result, error) {
 	return RunStrategy(sc, mode.String(), mode.NewStrategy, seed)
 }
 
+// A Stepper is a strategy driven step by step, without blocking: the
+// non-blocking path of the retry package's Standard and Adaptive, which the
+// simulation's event loop drives on virtual time exactly as their blocking
+// methods drive it on a real clock.
+type Stepper interface {
+	PlanInitialToken(scope string) (retry.RetryToken, error)
+	PlanRetryToken(token retry.RetryToken, err error) (retry.RetryToken, time.Duration, error)
+	Admit(token retry.RetryToken) (time.Duration, error)
+	ReleaseToken(token retry.RetryToken) error
+	RecordSuccess(token retry.RetryToken) error
+}
+
 // A Builder builds a strategy that reads time from clock and draws its
 // backoff jitter from random.
-type Builder func(clock retry.Clock, random func() float64) (retry.RetryStrategy, error)
+type Builder func(clock retry.Clock, random func() float64) (Stepper, error)
 
 // RunStrategy simulates the strategy that build returns in scenario, with
 // the given seed, and names the Result's mode name. The same arguments
@@ -106,8 +118,6 @@ func RunStrategy(sc Scenario, name string, build Builder, seed uint64) (Result, 
 		bins:     make([]Sample, int((sc.Duration+Bin-1)/Bin)),
 		fine:     make([]int, int((sc.Duration+recoveryStep-1)/recoveryStep)),
 	}
-	s.gate, _ = strategy.(retry.Gate)
-	s.releaser, _ = strategy.(retry.TokenReleaser)
 	s.server = server{sc: &s.sc, window: -1}
 	for i := range s.workers {
 		w := &s.workers[i]
@@ -235,9 +245,7 @@ func (sv *server) answer(t time.Duration) error {
 type sim struct {
 	sc       Scenario
 	clock    *Clock
-	strategy retry.RetryStrategy
-	gate     retry.Gate
-	releaser retry.TokenReleaser
+	strategy Stepper
 	server   server
 	limiter  *retry.RateLimiter // of an Adaptive strategy
 
@@ -290,7 +298,7 @@ func (s *sim) now() time.Duration { return s.clock.Elapsed() }
 func (s *sim) start(i int) {
 	w := &s.workers[i]
 	*w = worker{rand: w.rand, start: s.now()}
-	tok, err := s.strategy.AcquireInitialToken("")
+	tok, err := s.strategy.PlanInitialToken("")
 	switch {
 	case errors.Is(err, retry.ErrRateLimited):
 		s.finish(i, false, 0) // no attempt at all, as in Do
@@ -319,29 +327,25 @@ func (s *sim) wait(i int, d time.Duration) {
 	s.schedule(s.now()+d, i, evReady)
 }
 
-// ready asks a Gate strategy whether the attempt may go, and sends it.
+// ready asks the strategy whether the attempt may go, and sends it.
 func (s *sim) ready(i int) {
 	w := &s.workers[i]
-	if s.gate != nil {
-		d, err := s.gate.Admit(w.token)
-		switch {
-		case err != nil:
-			s.abandon(i)
-			return
-		case d > 0:
-			s.wait(i, d)
-			return
-		}
+	d, err := s.strategy.Admit(w.token)
+	switch {
+	case err != nil:
+		s.abandon(i)
+		return
+	case d > 0:
+		s.wait(i, d)
+		return
 	}
 	s.send(i)
 }
 
-// abandon gives the token back and fails the request, as Do does when
-// its context ends or a Gate refuses.
+// abandon gives the token back and fails the request, as the strategy's
+// blocking methods do when the context ends or a send slot is refused.
 func (s *sim) abandon(i int) {
-	if s.releaser != nil {
-		_ = s.releaser.ReleaseToken(s.workers[i].token)
-	}
+	_ = s.strategy.ReleaseToken(s.workers[i].token)
 	s.finish(i, false, 0)
 }
 
@@ -375,16 +379,11 @@ func (s *sim) response(i int) {
 		s.finish(i, false, 0) // Do never retries once the caller's context ended
 		return
 	}
-	tok, err := s.strategy.RefreshRetryToken(w.token, w.outcome)
+	tok, wait, err := s.strategy.PlanRetryToken(w.token, w.outcome)
 	if err != nil {
-		// Do waits a DelayedRefusal's delay before it gives up, and the
-		// worker with it.
-		var dr retry.DelayedRefusal
-		var d time.Duration
-		if errors.As(err, &dr) {
-			d = max(dr.RefusalDelay(), 0)
-		}
-		s.finish(i, false, d)
+		// A long-polling strategy waits before it gives up, and the worker
+		// with it.
+		s.finish(i, false, max(wait, 0))
 		return
 	}
 	w.token = tok

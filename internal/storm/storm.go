@@ -3,10 +3,11 @@
 // virtual time.
 //
 // The simulation is a discrete-event loop. The strategies under test are
-// the retry package's own, driven through its public API exactly as
-// retry.Do drives them (AcquireInitialToken, the token's delay, Admit when
-// the strategy is a retry.Gate, RecordSuccess or RefreshRetryToken), on a
-// Clock that the event loop advances. Nothing sleeps: five minutes of
+// the retry package's own, driven through the non-blocking form of their
+// public API (PlanInitialToken, the token's delay, Admit for a send slot,
+// RecordSuccess or PlanRetryToken), which makes the same decisions as the
+// blocking RetryStrategy methods that retry.Do calls, on a Clock that the
+// event loop advances. Nothing sleeps: five minutes of
 // traffic take milliseconds. Every random draw (think times, backoff
 // jitter) comes from generators seeded by the run's seed, so the same seed
 // gives the same numbers.
@@ -100,7 +101,7 @@ func (m Mode) Description() string {
 
 // NewStrategy builds the mode's strategy. It reads time from clock and
 // draws backoff jitter from random, which must return values in [0, 1).
-func (m Mode) NewStrategy(clock retry.Clock, random func() float64) (retry.RetryStrategy, error) {
+func (m Mode) NewStrategy(clock retry.Clock, random func() float64) (Stepper, error) {
 	backoff, err := retry.NewExponentialBackoff(retry.WithRandom(random))
 	if err != nil {
 		return nil, err
