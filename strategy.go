@@ -486,6 +486,29 @@ func newScopeCache(limit int, newState func() *scopeState) *scopeCache {
 	return &scopeCache{newState: newState, limit: limit, m: make(map[string]*list.Element)}
 }
 
+// lookup returns the state of a scope the cache keeps, without creating
+// it or counting a use.
+func (c *scopeCache) lookup(name string) (*scopeState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[name]; ok {
+		return el.Value.(*scopeEntry).state, true
+	}
+	return nil, false
+}
+
+// snapshot returns the scopes the cache keeps, from the most to the least
+// recently used.
+func (c *scopeCache) snapshot() []scopeEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all := make([]scopeEntry, 0, c.lru.Len())
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		all = append(all, *el.Value.(*scopeEntry))
+	}
+	return all
+}
+
 func (c *scopeCache) get(name string) *scopeState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
