@@ -78,6 +78,7 @@ func (e *Error) Unwrap() []error {
 type DoOption struct {
 	kind     doOptionKind
 	strategy RetryStrategy
+	fast     *engine // strategy's engine, if Do may take its fast path
 	scope    string
 	timeout  time.Duration
 }
@@ -93,7 +94,24 @@ const (
 // WithStrategy sets the strategy that decides on retries (default: the
 // process-wide DefaultStrategy). Valid: non-nil.
 func WithStrategy(s RetryStrategy) DoOption {
-	return DoOption{kind: doStrategy, strategy: s}
+	return DoOption{kind: doStrategy, strategy: s, fast: fastEngineOf(s)}
+}
+
+// fastEngineOf returns the engine of s if Do may take its fast path with
+// it: s is a Standard or Adaptive whose first tokens cost nothing (see
+// engine.freeStart). Otherwise it returns nil.
+func fastEngineOf(s RetryStrategy) *engine {
+	var e *engine
+	switch s := s.(type) {
+	case *Standard:
+		e = s.engine()
+	case *Adaptive:
+		e = s.engine()
+	}
+	if e == nil || !e.freeStart {
+		return nil
+	}
+	return e
 }
 
 // WithScope sets the scope the strategy keeps quota and rate state for,
@@ -160,6 +178,9 @@ var defaultStrategy = func() *Standard {
 	return s
 }()
 
+// defaultEngine is the default strategy's engine for Do's fast path.
+var defaultEngine = fastEngineOf(defaultStrategy)
+
 // Run calls fn until it succeeds or the strategy gives up, as Do does.
 func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) error {
 	if fn == nil {
@@ -195,6 +216,65 @@ func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) 
 // With a Standard or Adaptive strategy, a call that succeeds at once
 // allocates nothing.
 func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ...DoOption) (T, error) {
+	// The fast path: a Standard or Adaptive strategy whose first tokens
+	// cost nothing (no hooks, no initial-try cost) needs no token for a
+	// call that succeeds at once, only the scope's state. Everything else,
+	// and every retry, goes through the general loop, out of line.
+	if ctx != nil && fn != nil {
+		if e, scope := fastEngine(opts); e != nil {
+			st := e.scopeState(scope)
+			if ctx.Err() != nil || !st.admitNow() {
+				return doFrom(ctx, fn, e, scope)
+			}
+			v, err := fn(ctx)
+			if err == nil {
+				st.succeeded()
+				return v, nil
+			}
+			return retryAfterFirst(ctx, fn, st, scope, err)
+		}
+	}
+	return do(ctx, fn, opts)
+}
+
+// fastEngine returns the engine of the strategy opts select, and the
+// scope, if Do may take the fast path for them: no option but
+// WithStrategy and WithScope, and a strategy whose first tokens cost
+// nothing (see fastEngineOf). Otherwise it returns nil.
+func fastEngine(opts []DoOption) (*engine, string) {
+	e, scope := defaultEngine, ""
+	for i := range opts {
+		switch o := &opts[i]; o.kind {
+		case doStrategy:
+			e = o.fast
+		case doScope:
+			scope = o.scope
+		default:
+			return nil, ""
+		}
+	}
+	return e, scope
+}
+
+// retryAfterFirst goes on after the fast path's first attempt failed with
+// err: it holds the token the engine would have issued, and retries.
+func retryAfterFirst[T any](ctx context.Context, fn func(context.Context) (T, error), st *scopeState, scope string, err error) (T, error) {
+	c := cursor{e: st.owner, t: token{owner: st.owner, scope: st, scopeName: scope}}
+	return retryLoop(ctx, fn, &c, 0, nil, 1, err)
+}
+
+// doFrom is the general path for a call that the fast path cannot start
+// at once: ctx is done, or the attempt must wait for a send slot.
+func doFrom[T any](ctx context.Context, fn func(context.Context) (T, error), e *engine, scope string) (T, error) {
+	if ctx.Err() != nil {
+		var zero T
+		return zero, &Error{Reason: contextReason(ctx)}
+	}
+	return start(ctx, fn, &cursor{e: e}, scope, 0)
+}
+
+// do is Do's general path: any strategy, any option.
+func do[T any](ctx context.Context, fn func(context.Context) (T, error), opts []DoOption) (T, error) {
 	var zero T
 	var cfg doConfig
 	cfg.apply(opts)
@@ -216,17 +296,43 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	if err := c.init(cfg.strategy); err != nil {
 		return zero, &Error{Reason: err}
 	}
-	tokenErr := c.acquire(ctx, cfg.scope)
+	return start(ctx, fn, &c, cfg.scope, cfg.timeout)
+}
+
+// start acquires the initial token and makes the attempts.
+func start[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, scope string, timeout time.Duration) (T, error) {
+	tokenErr := c.acquire(ctx, scope)
 	if tokenErr != nil && noAttempt(ctx, tokenErr) {
+		var zero T
 		return zero, &Error{Reason: tokenErr}
 	}
-	attempts := 0
+	return retryLoop(ctx, fn, c, timeout, tokenErr, 0, nil)
+}
+
+// retryLoop makes attempts until one succeeds or the strategy gives up.
+// tokenErr is the strategy's refusal of an initial token, which allows one
+// attempt without retries. attempts is the number of attempts made so far
+// and err the last one's error: a loop that starts after a failed attempt
+// first asks for the next token.
+func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, timeout time.Duration, tokenErr error, attempts int, err error) (T, error) {
+	var zero T
 	for {
+		if attempts > 0 {
+			switch {
+			case ctx.Err() != nil:
+				// The caller's context ended: never retry.
+				return zero, &Error{Attempts: attempts, Err: err, Reason: contextReason(ctx)}
+			case tokenErr != nil:
+				return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
+			}
+			if reason := c.refresh(ctx, err); reason != nil {
+				return zero, &Error{Attempts: attempts, Err: err, Reason: reason}
+			}
+		}
 		attempts++
 		var v T
-		var err error
-		if cfg.timeout > 0 {
-			v, err = attempt(ctx, fn, cfg.timeout)
+		if timeout > 0 {
+			v, err = attempt(ctx, fn, timeout)
 		} else {
 			v, err = fn(ctx)
 		}
@@ -235,16 +341,6 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 				c.recordSuccess()
 			}
 			return v, nil
-		}
-		switch {
-		case ctx.Err() != nil:
-			// The caller's context ended: never retry.
-			return zero, &Error{Attempts: attempts, Err: err, Reason: contextReason(ctx)}
-		case tokenErr != nil:
-			return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
-		}
-		if reason := c.refresh(ctx, err); reason != nil {
-			return zero, &Error{Attempts: attempts, Err: err, Reason: reason}
 		}
 	}
 }

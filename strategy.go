@@ -1,11 +1,13 @@
 package retry
 
 import (
-	"container/list"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,10 +72,23 @@ type RetryStrategy interface {
 }
 
 // scopeState is the quota and rate state of one scope. Either may be nil:
-// no retry quota, or no rate limiting.
+// no retry quota, or no rate limiting. When all scopes share the default
+// state, its name is "" whatever the scope.
 type scopeState struct {
+	owner   *engine
+	name    string
 	bucket  *TokenBucket
 	limiter *RateLimiter
+	// quiet is true when a first attempt's success has nothing to record:
+	// it is the bucket's full flag when there is a bucket and no limiter,
+	// alwaysQuiet without either, and neverQuiet with a limiter.
+	quiet *atomic.Bool
+
+	// For the scope cache: the cache's epoch when the scope was last
+	// used (atomic), and the order in which scopes were created.
+	used    atomic.Uint64
+	seq     uint64
+	evicted atomic.Bool
 }
 
 // engine is the retry logic that Standard and Adaptive share. It is
@@ -89,17 +104,63 @@ type engine struct {
 	maxSendWait     time.Duration // the longest an attempt waits for a send slot
 	longPolling     bool
 	hooks           []Hook
+	// freeStart says that a first attempt needs nothing from the strategy
+	// but a send slot: no hooks to call and no initial-try cost to pay.
+	// Do then skips the token for a call that succeeds at once.
+	freeStart bool
 
 	def    scopeState // the default scope, "", and every scope when shared
 	scopes *scopeCache
 }
 
-// scope returns the state of the named scope, creating it if needed.
-func (e *engine) scope(name string) *scopeState {
+
+// scopeState returns the state of the named scope, creating it if needed.
+func (e *engine) scopeState(name string) *scopeState {
 	if name == "" || e.scopes == nil {
 		return &e.def
 	}
 	return e.scopes.get(name)
+}
+
+// admitNow reports, for Do's fast path, whether a first attempt in st may
+// be sent now: st has no rate limiter, or its limiter gives a send slot at
+// once. If not, Do takes the general path, which waits or refuses.
+func (st *scopeState) admitNow() bool {
+	return st.limiter == nil || st.limiter.admitNow()
+}
+
+// succeeded records the success of a first attempt in st. With a full
+// bucket and no rate limiter, the common case, it is one atomic load.
+func (st *scopeState) succeeded() {
+	if !st.quiet.Load() {
+		st.record()
+	}
+}
+
+var alwaysQuiet, neverQuiet atomic.Bool
+
+func init() { alwaysQuiet.Store(true) }
+
+// setQuiet sets st.quiet once st's bucket and limiter are set.
+func (st *scopeState) setQuiet() {
+	switch {
+	case st.limiter != nil:
+		st.quiet = &neverQuiet
+	case st.bucket != nil:
+		st.quiet = &st.bucket.full
+	default:
+		st.quiet = &alwaysQuiet
+	}
+}
+
+// record records the success of a first attempt in st.
+func (st *scopeState) record() {
+	if st.limiter != nil {
+		st.limiter.Update(false)
+	}
+	if b := st.bucket; b != nil {
+		_ = b.Release(b.cfg.initialTrySuccessIncrement)
+	}
 }
 
 // The decisions. These never wait: they fill in a token whose delay says
@@ -108,7 +169,7 @@ func (e *engine) scope(name string) *scopeState {
 
 // acquire fills t, a zero token, with the token for the first attempt.
 func (e *engine) acquire(scope string, t *token) error {
-	st := e.scope(scope)
+	st := e.scopeState(scope)
 	t.owner, t.scope, t.scopeName, t.pending = e, st, scope, st.limiter != nil
 	if b := st.bucket; b != nil && b.cfg.initialTryCost > 0 {
 		w, err := b.Acquire(b.cfg.initialTryCost)
@@ -226,15 +287,14 @@ func (e *engine) record(t *token) {
 		e.emit(Event{Kind: EventSuccess, Scope: t.scopeName, Attempt: t.retries + 1})
 	}
 	st := t.scope
+	if t.retries == 0 {
+		st.record()
+		return
+	}
 	if st.limiter != nil {
 		st.limiter.Update(false)
 	}
-	if st.bucket == nil {
-		return
-	}
-	if t.retries == 0 {
-		_ = st.bucket.Release(st.bucket.cfg.initialTrySuccessIncrement)
-	} else {
+	if st.bucket != nil {
 		_ = st.bucket.Release(t.cost)
 	}
 }
@@ -468,60 +528,131 @@ const DefaultMaxScopes = 128
 // it is full, the least recently used scope is forgotten; if it is seen
 // again it starts afresh, with a full bucket and an idle limiter. The bound
 // keeps arbitrary scope strings from growing memory without limit.
+//
+// Reading a kept scope takes no lock and, in the common case, writes no
+// shared memory, so that many goroutines using the same scopes do not
+// contend: the scopes are in a map that is never changed once published
+// (creating a scope publishes a copy), and a use marks a scope with the
+// cache's epoch, a counter that moves on each time a scope is created.
+// Recency is known to that precision: of the scopes last used between the
+// same two creations, the oldest is taken for the least recently used.
+// The scope found last is also kept apart, so that a strategy used mostly
+// for one scope finds it with a string comparison instead of a hash.
+// Creating a scope takes a lock and copies the map, at most limit
+// entries, and when the cache is full, scans for the least recently used
+// scope.
 type scopeCache struct {
-	newState func() *scopeState
+	newState func(name string) *scopeState
 	limit    int
 
-	mu  sync.Mutex
-	m   map[string]*list.Element // of *scopeEntry
-	lru list.List                // front: most recently used
+	m     atomic.Pointer[map[string]*scopeState] // never changed once stored
+	hot   atomic.Pointer[scopeState]             // the scope last found in m
+	epoch atomic.Uint64
+
+	mu  sync.Mutex    // serializes creation and eviction
+	all []*scopeState // what m holds, for eviction and snapshots
+	seq uint64
 }
 
+// scopeEntry is a named scope, as snapshot reports it.
 type scopeEntry struct {
 	name  string
 	state *scopeState
 }
 
-func newScopeCache(limit int, newState func() *scopeState) *scopeCache {
-	return &scopeCache{newState: newState, limit: limit, m: make(map[string]*list.Element)}
+func newScopeCache(limit int, newState func(name string) *scopeState) *scopeCache {
+	c := &scopeCache{newState: newState, limit: limit}
+	c.m.Store(new(map[string]*scopeState))
+	return c
 }
 
 // lookup returns the state of a scope the cache keeps, without creating
 // it or counting a use.
 func (c *scopeCache) lookup(name string) (*scopeState, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.m[name]; ok {
-		return el.Value.(*scopeEntry).state, true
-	}
-	return nil, false
+	st, ok := (*c.m.Load())[name]
+	return st, ok
 }
 
 // snapshot returns the scopes the cache keeps, from the most to the least
 // recently used.
 func (c *scopeCache) snapshot() []scopeEntry {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	all := make([]scopeEntry, 0, c.lru.Len())
-	for el := c.lru.Front(); el != nil; el = el.Next() {
-		all = append(all, *el.Value.(*scopeEntry))
+	all := slices.Clone(c.all)
+	c.mu.Unlock()
+	slices.SortFunc(all, func(a, b *scopeState) int { return -compareUse(a, b) })
+	entries := make([]scopeEntry, len(all))
+	for i, st := range all {
+		entries[i] = scopeEntry{name: st.name, state: st}
 	}
-	return all
+	return entries
 }
 
+// compareUse orders a and b from the least to the most recently used.
+func compareUse(a, b *scopeState) int {
+	return cmp.Or(cmp.Compare(a.used.Load(), b.used.Load()), cmp.Compare(a.seq, b.seq))
+}
+
+// get returns the state of the named scope, creating it if needed, and
+// counts a use.
 func (c *scopeCache) get(name string) *scopeState {
+	if st := c.hot.Load(); st != nil && st.name == name && !st.evicted.Load() {
+		c.touch(st)
+		return st
+	}
+	return c.find(name)
+}
+
+// find is get for a scope other than the hot one.
+func (c *scopeCache) find(name string) *scopeState {
+	st, ok := (*c.m.Load())[name]
+	if !ok {
+		return c.create(name)
+	}
+	c.touch(st)
+	c.hot.Store(st)
+	return st
+}
+
+// touch counts a use of st.
+func (c *scopeCache) touch(st *scopeState) {
+	if e := c.epoch.Load(); st.used.Load() != e {
+		st.used.Store(e) // at most once per epoch: no write in the common case
+	}
+}
+
+// create returns the state of the named scope, creating it unless another
+// goroutine just did, and forgets the least recently used scope if the
+// cache is full.
+func (c *scopeCache) create(name string) *scopeState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[name]; ok {
-		c.lru.MoveToFront(el)
-		return el.Value.(*scopeEntry).state
+	old := *c.m.Load()
+	if st, ok := old[name]; ok {
+		st.used.Store(c.epoch.Load())
+		return st
 	}
-	if c.lru.Len() >= c.limit {
-		oldest := c.lru.Back()
-		c.lru.Remove(oldest)
-		delete(c.m, oldest.Value.(*scopeEntry).name)
+	m := make(map[string]*scopeState, min(len(old)+1, c.limit))
+	for k, v := range old {
+		m[k] = v
 	}
-	st := c.newState()
-	c.m[name] = c.lru.PushFront(&scopeEntry{name: name, state: st})
+	if len(c.all) >= c.limit {
+		i := 0
+		for j := range c.all {
+			if compareUse(c.all[j], c.all[i]) < 0 {
+				i = j
+			}
+		}
+		c.all[i].evicted.Store(true)
+		delete(m, c.all[i].name)
+		c.all = slices.Delete(c.all, i, i+1)
+	}
+	c.seq++
+	st := c.newState(name)
+	st.seq = c.seq
+	st.used.Store(c.epoch.Add(1))
+	c.all = append(c.all, st)
+	m[name] = st
+	c.m.Store(&m)
+	c.hot.Store(st)
 	return st
 }
