@@ -113,7 +113,6 @@ type engine struct {
 	scopes *scopeCache
 }
 
-
 // scopeState returns the state of the named scope, creating it if needed.
 func (e *engine) scopeState(name string) *scopeState {
 	if name == "" || e.scopes == nil {
