@@ -78,7 +78,7 @@ func (e *Error) Unwrap() []error {
 type DoOption struct {
 	kind     doOptionKind
 	strategy RetryStrategy
-	fast     *engine // strategy's engine, if Do may take its fast path
+	fast     *scopeState // strategy's default scope, if Do may take its fast path
 	scope    string
 	timeout  time.Duration
 }
@@ -94,13 +94,13 @@ const (
 // WithStrategy sets the strategy that decides on retries (default: the
 // process-wide DefaultStrategy). Valid: non-nil.
 func WithStrategy(s RetryStrategy) DoOption {
-	return DoOption{kind: doStrategy, strategy: s, fast: fastEngineOf(s)}
+	return DoOption{kind: doStrategy, strategy: s, fast: fastScopeOf(s)}
 }
 
-// fastEngineOf returns the engine of s if Do may take its fast path with
-// it: s is a Standard or Adaptive whose first tokens cost nothing (see
+// fastScopeOf returns the default scope of s if Do may take its fast path
+// with s: s is a Standard or Adaptive whose first tokens cost nothing (see
 // engine.freeStart). Otherwise it returns nil.
-func fastEngineOf(s RetryStrategy) *engine {
+func fastScopeOf(s RetryStrategy) *scopeState {
 	var e *engine
 	switch s := s.(type) {
 	case *Standard:
@@ -111,7 +111,7 @@ func fastEngineOf(s RetryStrategy) *engine {
 	if e == nil || !e.freeStart {
 		return nil
 	}
-	return e
+	return &e.def
 }
 
 // WithScope sets the scope the strategy keeps quota and rate state for,
@@ -178,8 +178,9 @@ var defaultStrategy = func() *Standard {
 	return s
 }()
 
-// defaultEngine is the default strategy's engine for Do's fast path.
-var defaultEngine = fastEngineOf(defaultStrategy)
+// defaultScope is the default strategy's default scope, for Do's fast
+// path.
+var defaultScope = fastScopeOf(defaultStrategy)
 
 // Run calls fn until it succeeds or the strategy gives up, as Do does.
 func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) error {
@@ -221,56 +222,68 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	// call that succeeds at once, only the scope's state. Everything else,
 	// and every retry, goes through the general loop, out of line.
 	if ctx != nil && fn != nil {
-		if e, scope := fastEngine(opts); e != nil {
-			st := e.scopeState(scope)
+		var st *scopeState
+		var scope string
+		if len(opts) == 1 && opts[0].kind == doStrategy {
+			st = opts[0].fast // the common case, without a loop
+		} else {
+			st, scope = fastScope(opts)
+		}
+		if st != nil {
+			if scope != "" {
+				st = st.owner.scopeState(scope)
+			}
 			if ctx.Err() != nil || !st.admitNow() {
-				return doFrom(ctx, fn, e, scope)
+				return doFrom(ctx, fn, st)
 			}
 			v, err := fn(ctx)
 			if err == nil {
 				st.succeeded()
 				return v, nil
 			}
-			return retryAfterFirst(ctx, fn, st, scope, err)
+			return retryAfterFirst(ctx, fn, st, err)
 		}
 	}
 	return do(ctx, fn, opts)
 }
 
-// fastEngine returns the engine of the strategy opts select, and the
-// scope, if Do may take the fast path for them: no option but
-// WithStrategy and WithScope, and a strategy whose first tokens cost
-// nothing (see fastEngineOf). Otherwise it returns nil.
-func fastEngine(opts []DoOption) (*engine, string) {
-	e, scope := defaultEngine, ""
+// fastScope returns the default scope of the strategy opts select, and
+// the scope they name, if Do may take its fast path for them: no option
+// but WithStrategy and WithScope, and a strategy whose first tokens cost
+// nothing (see fastScopeOf). Otherwise it returns nil.
+func fastScope(opts []DoOption) (*scopeState, string) {
+	st, scope := defaultScope, ""
 	for i := range opts {
 		switch o := &opts[i]; o.kind {
 		case doStrategy:
-			e = o.fast
+			st = o.fast
 		case doScope:
 			scope = o.scope
 		default:
 			return nil, ""
 		}
 	}
-	return e, scope
+	return st, scope
 }
 
-// retryAfterFirst goes on after the fast path's first attempt failed with
-// err: it holds the token the engine would have issued, and retries.
-func retryAfterFirst[T any](ctx context.Context, fn func(context.Context) (T, error), st *scopeState, scope string, err error) (T, error) {
-	c := cursor{e: st.owner, t: token{owner: st.owner, scope: st, scopeName: scope}}
+// retryAfterFirst goes on after the fast path's first attempt, in scope
+// st, failed with err: it holds the token the engine would have issued,
+// and retries. The fast path has no hooks, so the token's scope name,
+// which only events report, may be the state's.
+func retryAfterFirst[T any](ctx context.Context, fn func(context.Context) (T, error), st *scopeState, err error) (T, error) {
+	c := cursor{e: st.owner, t: token{owner: st.owner, scope: st, scopeName: st.name}}
 	return retryLoop(ctx, fn, &c, 0, nil, 1, err)
 }
 
-// doFrom is the general path for a call that the fast path cannot start
-// at once: ctx is done, or the attempt must wait for a send slot.
-func doFrom[T any](ctx context.Context, fn func(context.Context) (T, error), e *engine, scope string) (T, error) {
+// doFrom is the general path for a call in scope st that the fast path
+// cannot start at once: ctx is done, or the attempt must wait for a send
+// slot.
+func doFrom[T any](ctx context.Context, fn func(context.Context) (T, error), st *scopeState) (T, error) {
 	if ctx.Err() != nil {
 		var zero T
 		return zero, &Error{Reason: contextReason(ctx)}
 	}
-	return start(ctx, fn, &cursor{e: e}, scope, 0)
+	return start(ctx, fn, &cursor{e: st.owner}, st.name, 0)
 }
 
 // do is Do's general path: any strategy, any option.
