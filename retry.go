@@ -221,30 +221,30 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	// cost nothing (no hooks, no initial-try cost) needs no token for a
 	// call that succeeds at once, only the scope's state. Everything else,
 	// and every retry, goes through the general loop, out of line.
-	if ctx != nil && fn != nil {
-		var st *scopeState
-		var scope string
-		if len(opts) == 1 && opts[0].kind == doStrategy {
-			st = opts[0].fast // the common case, without a loop
-		} else {
-			st, scope = fastScope(opts)
-		}
-		if st != nil {
-			if scope != "" {
-				st = st.owner.scopeState(scope)
-			}
-			if ctx.Err() != nil || !st.admitNow() {
-				return doFrom(ctx, fn, st)
-			}
-			v, err := fn(ctx)
-			if err == nil {
-				st.succeeded()
-				return v, nil
-			}
-			return retryAfterFirst(ctx, fn, st, err)
-		}
+	st, scope := defaultScope, ""
+	switch {
+	case len(opts) == 1 && opts[0].kind == doStrategy: // the common cases, without a loop
+		st = opts[0].fast
+	case len(opts) == 2 && opts[0].kind == doStrategy && opts[1].kind == doScope:
+		st, scope = opts[0].fast, opts[1].scope
+	case len(opts) > 0:
+		st, scope = fastScope(opts)
 	}
-	return do(ctx, fn, opts)
+	if st == nil || ctx == nil || fn == nil {
+		return do(ctx, fn, opts)
+	}
+	if scope != "" {
+		st = st.owner.scopeState(scope)
+	}
+	if ctx.Err() != nil || st.limiter != nil && !st.limiter.admitNow() {
+		return doFrom(ctx, fn, st)
+	}
+	v, err := fn(ctx)
+	if err != nil {
+		return retryAfterFirst(ctx, fn, st, err)
+	}
+	st.succeeded()
+	return v, nil
 }
 
 // fastScope returns the default scope of the strategy opts select, and

@@ -86,9 +86,8 @@ type scopeState struct {
 
 	// For the scope cache: the cache's epoch when the scope was last
 	// used (atomic), and the order in which scopes were created.
-	used    atomic.Uint64
-	seq     uint64
-	evicted atomic.Bool
+	used atomic.Uint64
+	seq  uint64
 }
 
 // engine is the retry logic that Standard and Adaptive share. It is
@@ -592,23 +591,33 @@ func compareUse(a, b *scopeState) int {
 }
 
 // get returns the state of the named scope, creating it if needed, and
-// counts a use.
+// counts a use. The hot scope, used already in the current epoch, is
+// found with no more than a string comparison and two atomic loads: it
+// was not forgotten since (forgetting a scope starts a new epoch), and its
+// use is counted.
 func (c *scopeCache) get(name string) *scopeState {
-	if st := c.hot.Load(); st != nil && st.name == name && !st.evicted.Load() {
-		c.touch(st)
+	if st := c.hot.Load(); st != nil && st.name == name && st.used.Load() == c.epoch.Load() {
 		return st
 	}
 	return c.find(name)
 }
 
-// find is get for a scope other than the hot one.
+// find is get for a scope other than the hot one, or not used yet in the
+// current epoch.
 func (c *scopeCache) find(name string) *scopeState {
 	st, ok := (*c.m.Load())[name]
 	if !ok {
 		return c.create(name)
 	}
 	c.touch(st)
-	c.hot.Store(st)
+	if c.hot.Load() != st {
+		c.hot.Store(st)
+		if (*c.m.Load())[name] != st {
+			// st was forgotten since m was loaded: a scope of the new
+			// epoch (create publishes m first) must not be hot.
+			c.hot.CompareAndSwap(st, nil)
+		}
+	}
 	return st
 }
 
@@ -641,17 +650,16 @@ func (c *scopeCache) create(name string) *scopeState {
 				i = j
 			}
 		}
-		c.all[i].evicted.Store(true)
 		delete(m, c.all[i].name)
 		c.all = slices.Delete(c.all, i, i+1)
 	}
 	c.seq++
 	st := c.newState(name)
 	st.seq = c.seq
-	st.used.Store(c.epoch.Add(1))
 	c.all = append(c.all, st)
 	m[name] = st
-	c.m.Store(&m)
+	c.m.Store(&m) // before the new epoch, which find relies on
+	st.used.Store(c.epoch.Add(1))
 	c.hot.Store(st)
 	return st
 }
