@@ -272,8 +272,10 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 		check = CheckStatus
 	}
 	if err := check(resp); err != nil {
-		if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok && d > 0 {
-			err = WithRetryAfter(err, d)
+		if hasRetryAfter(resp.Header) {
+			if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok && d > 0 {
+				err = WithRetryAfter(err, d)
+			}
 		}
 		if rt.replay {
 			release(resp)
@@ -344,10 +346,16 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return 0, r.err
 }
 
+// hasRetryAfter reports whether h has a field that ParseRetryAfter reads,
+// as Header.Get finds them, without canonicalising the canonical keys.
+func hasRetryAfter(h http.Header) bool {
+	return len(h["X-Amz-Retry-After"]) > 0 || len(h["Retry-After"]) > 0
+}
+
 // discard reads a little of resp's body, so that its connection can be
 // reused if the body is short, and closes it.
 func discard(resp *http.Response) {
-	if resp.Body == nil {
+	if resp.Body == nil || resp.Body == http.NoBody {
 		return
 	}
 	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
