@@ -101,9 +101,9 @@ func TestHook(t *testing.T) {
 			_, _ = retry.Do(ctx, fn, append(opts, retry.WithStrategy(s))...)
 		}
 
-		do(ctx, failing(transient, statusError(503)), retry.WithScope("orders"))                        // 3 attempts, 2 retries
+		do(ctx, failing(transient, statusError(503)), retry.WithScope("orders"))                          // 3 attempts, 2 retries
 		do(ctx, failing(retry.Throttled(errors.New("slow down")), retry.Permanent(errors.New("denied")))) // not retryable
-		do(ctx, failing(statusError(503), statusError(503), statusError(503)))                           // max attempts
+		do(ctx, failing(statusError(503), statusError(503), statusError(503)))                            // max attempts
 		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
 		do(short, failing(transient)) // the deadline comes before the retry
