@@ -60,25 +60,25 @@ var wrapperTypes = map[reflect.Type]bool{
 	reflect.TypeOf(retry.Transient(errors.New(""))):  true, // the marks of package retry
 }
 
-// errorType returns the error.type attribute of err, a failed attempt's
-// error, as the package documentation describes.
-func errorType(err error) attribute.KeyValue {
+// errorType returns the value of the error.type attribute of err, a
+// failed attempt's error, as the package documentation describes.
+func errorType(err error) string {
 	var typed interface{ ErrorType() string }
 	if errors.As(err, &typed) {
 		if t := typed.ErrorType(); t != "" {
-			return semconv.ErrorTypeKey.String(t)
+			return t
 		}
 	}
 	var coded interface{ ErrorCode() string }
 	if errors.As(err, &coded) {
 		if code := coded.ErrorCode(); code != "" {
-			return semconv.ErrorTypeKey.String(code)
+			return code
 		}
 	}
 	var status interface{ HTTPStatusCode() int }
 	if errors.As(err, &status) {
 		if code := status.HTTPStatusCode(); code >= 400 {
-			return semconv.ErrorTypeKey.String(strconv.Itoa(code))
+			return strconv.Itoa(code)
 		}
 	}
 	for wrapperTypes[reflect.TypeOf(err)] {
@@ -88,5 +88,5 @@ func errorType(err error) attribute.KeyValue {
 		}
 		err = inner
 	}
-	return semconv.ErrorType(err)
+	return semconv.ErrorType(err).Value.AsString()
 }

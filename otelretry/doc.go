@@ -43,6 +43,11 @@
 // during which the caller's context ends is counted as scheduled and no
 // more, as the strategy is told nothing further.)
 //
+// The histogram's bucket boundaries, in seconds, suit backoff: from no
+// wait at all, through the milliseconds of a first backoff, to the minute
+// of a long Retry-After: 0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+// 2.5, 5, 10, 20, 30, 60. A View of the MeterProvider can change them.
+//
 // The gauges report, for each scope a strategy keeps state for, the tokens
 // in its retry quota and the most it holds, and for an adaptive strategy
 // the send rate its limiter allows, once the limiter has seen a throttle

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/retrykit/retry"
 )
@@ -15,11 +18,10 @@ import (
 // ScopeName is the instrumentation scope of the meter a Metrics uses.
 const ScopeName = "github.com/retrykit/retry/otelretry"
 
-// WaitBuckets are the bucket boundaries, in seconds, of the
-// retry.client.wait.duration histogram: from no wait at all, through the
-// milliseconds of a first backoff, to the minute of a long Retry-After. A
-// View of the MeterProvider can replace them.
-var WaitBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
+// waitBuckets are the bucket boundaries, in seconds, of the
+// retry.client.wait.duration histogram, as the package documentation
+// lists them.
+var waitBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
 
 // Metrics records the metrics of retry strategies: give its Hook to
 // strategies with retry.WithHook, and Observe them for their quota and
@@ -42,6 +44,33 @@ type Metrics struct {
 	quotaLimit     metric.Int64ObservableGauge
 	fillRate       metric.Float64ObservableGauge
 	measuredRate   metric.Float64ObservableGauge
+
+	// sets caches the attributes of measurements, by attrKey, so that the
+	// hook does not build them anew for every event; at most maxSets.
+	sets  sync.Map // attrKey → measurement
+	nsets atomic.Int64
+}
+
+// maxSets bounds the attribute sets a Metrics caches: far more than the
+// scopes, reasons and error types of a well-behaved program combine to.
+// Past it, the hook builds the sets it does not have for every event.
+const maxSets = 4096
+
+// measurement holds the attributes of a measurement as the instruments
+// take them, so that passing them allocates nothing.
+type measurement struct {
+	add     []metric.AddOption
+	record  []metric.RecordOption
+	observe []metric.ObserveOption
+}
+
+// attrKey is what sets the attributes of one measurement apart, besides
+// those of WithAttributes. Empty fields are left out.
+type attrKey struct {
+	scope     string
+	reason    string
+	errorType string
+	hasError  bool // errorType is set (it may be empty)
 }
 
 // New makes the instruments of a Metrics with the MeterProvider given
@@ -72,7 +101,7 @@ func New(opts ...Option) (*Metrics, error) {
 	err = errors.Join(err, e)
 	m.wait, e = meter.Float64Histogram("retry.client.wait.duration", metric.WithUnit("s"),
 		metric.WithDescription("The wait a retry strategy planned before a retry."),
-		metric.WithExplicitBucketBoundaries(WaitBuckets...))
+		metric.WithExplicitBucketBoundaries(waitBuckets...))
 	err = errors.Join(err, e)
 	m.quotaAvailable, e = meter.Float64ObservableGauge("retry.client.quota.available", metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens in the retry quota of a scope."))
@@ -110,29 +139,44 @@ func (m *Metrics) record(ev retry.Event) {
 	ctx := context.Background()
 	switch ev.Kind {
 	case retry.EventAttempt:
-		m.attempts.Add(ctx, 1, m.with(ev.Scope))
+		m.attempts.Add(ctx, 1, m.with(attrKey{scope: ev.Scope}).add...)
 	case retry.EventRetry:
 		reason := retryReason(ev.Classification)
-		m.attempts.Add(ctx, 1, m.with(ev.Scope))
-		m.retries.Add(ctx, 1, m.with(ev.Scope, reasonKey.String(reason), errorType(ev.Err)))
-		m.wait.Record(ctx, ev.Delay.Seconds(), m.with(ev.Scope, reasonKey.String(reason)))
+		m.attempts.Add(ctx, 1, m.with(attrKey{scope: ev.Scope}).add...)
+		m.retries.Add(ctx, 1, m.with(attrKey{scope: ev.Scope, reason: reason, errorType: errorType(ev.Err), hasError: true}).add...)
+		m.wait.Record(ctx, ev.Delay.Seconds(), m.with(attrKey{scope: ev.Scope, reason: reason}).record...)
 	case retry.EventGiveUp:
-		kvs := []attribute.KeyValue{reasonKey.String(giveUpReason(ev.Reason))}
+		k := attrKey{scope: ev.Scope, reason: giveUpReason(ev.Reason)}
 		if ev.Err != nil {
-			kvs = append(kvs, errorType(ev.Err))
+			k.errorType, k.hasError = errorType(ev.Err), true
 		}
-		m.giveUps.Add(ctx, 1, m.with(ev.Scope, kvs...))
+		m.giveUps.Add(ctx, 1, m.with(k).add...)
 	}
 }
 
-// with returns the measurement's attributes: the scope, kvs and those of
-// WithAttributes.
-func (m *Metrics) with(scope string, kvs ...attribute.KeyValue) metric.MeasurementOption {
-	all := make([]attribute.KeyValue, 0, 1+len(kvs)+len(m.attrs))
-	all = append(all, scopeKey.String(scope))
-	all = append(all, kvs...)
+// with returns the attributes of a measurement: those k names, and those
+// of WithAttributes.
+func (m *Metrics) with(k attrKey) *measurement {
+	if o, ok := m.sets.Load(k); ok {
+		return o.(*measurement)
+	}
+	all := make([]attribute.KeyValue, 0, 3+len(m.attrs))
+	all = append(all, scopeKey.String(k.scope))
+	if k.reason != "" {
+		all = append(all, reasonKey.String(k.reason))
+	}
+	if k.hasError {
+		all = append(all, semconv.ErrorTypeKey.String(k.errorType))
+	}
 	all = append(all, m.attrs...)
-	return metric.WithAttributeSet(attribute.NewSet(all...))
+	opt := metric.WithAttributeSet(attribute.NewSet(all...))
+	o := &measurement{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}, observe: []metric.ObserveOption{opt}}
+	if m.nsets.Load() < maxSets {
+		if _, loaded := m.sets.LoadOrStore(k, o); !loaded {
+			m.nsets.Add(1)
+		}
+	}
+	return o
 }
 
 // StatsReporter is a strategy whose state Observe reports: *retry.Standard
@@ -175,16 +219,16 @@ func (m *Metrics) Observe(s StatsReporter) (metric.Registration, error) {
 // observe reports stats to o.
 func (m *Metrics) observe(o metric.Observer, stats []retry.ScopeStats) {
 	for _, st := range stats {
-		attrs := m.with(st.Scope)
+		attrs := m.with(attrKey{scope: st.Scope}).observe
 		if q := st.RetryQuota; q != nil {
-			o.ObserveFloat64(m.quotaAvailable, q.Available, attrs)
-			o.ObserveInt64(m.quotaLimit, int64(q.Capacity), attrs)
+			o.ObserveFloat64(m.quotaAvailable, q.Available, attrs...)
+			o.ObserveInt64(m.quotaLimit, int64(q.Capacity), attrs...)
 		}
 		if l := st.RateLimiter; l != nil {
 			if l.Enabled {
-				o.ObserveFloat64(m.fillRate, l.FillRate, attrs)
+				o.ObserveFloat64(m.fillRate, l.FillRate, attrs...)
 			}
-			o.ObserveFloat64(m.measuredRate, l.MeasuredRate, attrs)
+			o.ObserveFloat64(m.measuredRate, l.MeasuredRate, attrs...)
 		}
 	}
 }

@@ -161,7 +161,7 @@ func TestInstruments(t *testing.T) {
 		units[m.Name] = m.Unit
 		assert.NotEmpty(t, m.Description, m.Name)
 		if h, ok := m.Data.(metricdata.Histogram[float64]); ok {
-			assert.Equal(t, otelretry.WaitBuckets, h.DataPoints[0].Bounds)
+			assert.Equal(t, []float64{0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}, h.DataPoints[0].Bounds)
 		}
 	}
 	assert.Equal(t, map[string]string{
@@ -290,4 +290,32 @@ func TestGlobalMeterProvider(t *testing.T) {
 	require.NoError(t, err)
 	m.Hook()(retry.Event{Kind: retry.EventAttempt, Scope: "s", Attempt: 1})
 	assert.Equal(t, map[string]float64{"retry.client.attempts{retry.scope=s}": 1}, collect(t, reader))
+}
+
+// BenchmarkHook measures what the hook adds to each event, with the SDK
+// aggregating.
+func BenchmarkHook(b *testing.B) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	m, err := otelretry.New(otelretry.WithMeterProvider(mp))
+	if err != nil {
+		b.Fatal(err)
+	}
+	hook := m.Hook()
+	events := map[string]retry.Event{
+		"attempt": {Kind: retry.EventAttempt, Scope: "orders", Attempt: 1},
+		"retry": {Kind: retry.EventRetry, Scope: "orders", Attempt: 2, Delay: time.Second,
+			Err: retry.Transient(errors.New("reset")), Classification: retry.Classification{Safety: retry.SafetyYes}},
+		"give-up": {Kind: retry.EventGiveUp, Scope: "orders", Attempt: 3, Err: errors.New("reset"),
+			Reason: retry.ErrMaxAttemptsExceeded},
+	}
+	for name, ev := range events {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				hook(ev)
+			}
+		})
+	}
 }
