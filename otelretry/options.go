@@ -43,7 +43,7 @@ func WithAttributes(kvs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) {
 		for _, kv := range kvs {
 			if !kv.Valid() && c.err == nil {
-				c.err = configError("WithAttributes", fmt.Sprintf("%q=%v", kv.Key, kv.Value.Emit()), "attributes with a non-empty key and a value")
+				c.err = configError("WithAttributes", fmt.Sprintf("%q=%v", kv.Key, kv.Value.String()), "attributes with a non-empty key and a value")
 			}
 		}
 		c.attrs = append(c.attrs, kvs...)
