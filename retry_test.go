@@ -371,6 +371,17 @@ func TestDoStrategyReturningNoToken(t *testing.T) {
 	assert.Len(t, *calls, 1, "one attempt even without a token")
 }
 
+// The count of attempts appears once in Do's error.
+func TestDoErrorMessageSaysTheCountOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, err := retry.Do(t.Context(), func(context.Context) (int, error) { return 0, errors.New("boom") },
+			retry.WithStrategy(constant(t, 0, retry.WithClassifier(func(error) retry.Classification {
+				return retry.Classification{Safety: retry.SafetyYes}
+			}))))
+		assert.EqualError(t, err, "retry: max attempts exceeded (after 3 attempts): boom")
+	})
+}
+
 func TestErrorMessage(t *testing.T) {
 	last := errors.New("boom")
 	assert.Equal(t, "retry: max attempts exceeded (after 3 attempts): boom",

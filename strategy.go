@@ -161,7 +161,7 @@ func (e *engine) next(t *token, c Classification) error {
 	}
 	attempts := t.retries + 1
 	if attempts >= e.maxAttempts {
-		return fmt.Errorf("%w: %d allowed", ErrMaxAttemptsExceeded, e.maxAttempts)
+		return ErrMaxAttemptsExceeded // the caller knows the count: it made the attempts
 	}
 
 	n := t.retries + 1
