@@ -371,3 +371,54 @@ func TestExponentialBackoffConcurrent(t *testing.T) {
 	wg.Wait()
 	assert.Empty(t, errs)
 }
+
+// Issue 12: with a cap of math.MaxInt64 the delay before jitter is 2^63
+// as a float64, which does not fit a Duration; the conversion wrapped and
+// Delay returned -2562047h with a draw of 0.
+func TestExponentialBackoffHugeCapSaturates(t *testing.T) {
+	const huge = time.Duration(math.MaxInt64)
+	for _, u := range []float64{0, 1e-18, 0.5, almostOne} {
+		for _, j := range []float64{0, retry.EqualJitter, retry.FullJitter} {
+			b := newBackoff(t, retry.WithMaxBackoff(huge), retry.WithJitter(j), retry.WithRandom(fixed(u)))
+			for _, n := range []int{1, 60, 70, 100, 1000, math.MaxInt} {
+				d := b.Delay(n)
+				require.GreaterOrEqual(t, d, time.Duration(0), "u=%v j=%v n=%d", u, j, n)
+				require.LessOrEqual(t, d, b.Cap(n), "u=%v j=%v n=%d", u, j, n)
+			}
+			assert.Equal(t, huge, b.Cap(math.MaxInt))
+		}
+	}
+	b := newBackoff(t, retry.WithMaxBackoff(huge), retry.WithRandom(fixed(0)))
+	assert.Equal(t, huge, b.Delay(1000), "a draw of 0 waits the whole cap")
+	b = newBackoff(t, retry.WithMaxBackoff(huge), retry.WithRandom(fixed(0.5)))
+	assert.Equal(t, time.Duration(1<<62), b.Delay(1000), "U = 0.5 halves the cap (2^63 as a float64)")
+}
+
+// Issue 12: a random source that returns a value outside [0, 1), or NaN,
+// gave a zero, negative or wrapped delay. A bad draw now waits the longest
+// delay the draw could have given: the cap, without jitter.
+func TestExponentialBackoffBadDraw(t *testing.T) {
+	bad := []float64{1, math.Nextafter(1, 2), 1.5, 100, math.MaxFloat64, -1e-300, -0.5,
+		math.NaN(), math.Inf(1), math.Inf(-1)}
+	for _, u := range bad {
+		for _, j := range []float64{0.1, retry.EqualJitter, retry.FullJitter} {
+			for _, max := range []time.Duration{retry.DefaultMaxBackoff, time.Duration(math.MaxInt64)} {
+				b := newBackoff(t, retry.WithJitter(j), retry.WithMaxBackoff(max), retry.WithRandom(fixed(u)))
+				for _, n := range []int{1, 2, 10, 1000, math.MaxInt} {
+					assert.Equal(t, b.Cap(n), b.Delay(n), "u=%v j=%v max=%v n=%d", u, j, max, n)
+				}
+			}
+		}
+	}
+}
+
+// planFirst and planRetry ask a strategy for tokens without waiting, as an
+// event loop does; the tests read each token's delay instead of waiting
+// it. They are these tests' only calls into the token API.
+func planFirst(s *retry.Standard) (retry.RetryToken, error) {
+	return s.AcquireInitialToken("")
+}
+
+func planRetry(s *retry.Standard, tok retry.RetryToken, err error) (retry.RetryToken, error) {
+	return s.RefreshRetryToken(tok, err)
+}

@@ -162,10 +162,16 @@ func (e *engine) next(t *token, c Classification) error {
 	if c.Throttle {
 		b = e.throttleBackoff
 	}
-	backoff := max(b.Delay(n), 0)
+	var raw time.Duration
+	if cb, ok := b.(ChainedBackoff); ok {
+		raw = cb.DelayAfter(n, t.prevBackoff) // depends on the previous retry's backoff, which the token carries
+	} else {
+		raw = b.Delay(n)
+	}
+	backoff := max(raw, 0)
 	delay := max(backoff, c.RetryAfter)
 	if e.retryAfterLimit > 0 {
-		delay = min(delay, backoff+e.retryAfterLimit)
+		delay = min(delay, satAdd(backoff, e.retryAfterLimit))
 	}
 
 	cost := 0
@@ -181,6 +187,7 @@ func (e *engine) next(t *token, c Classification) error {
 		delay = max(delay, w)
 	}
 	t.retries, t.delay, t.cost, t.pending = n, delay, cost, st.limiter != nil
+	t.prevBackoff = backoff // for the next retry's ChainedBackoff
 	return nil
 }
 
@@ -252,7 +259,7 @@ func (e *engine) refreshRetryToken(rt RetryToken, err error) (RetryToken, error)
 	if cerr != nil {
 		return nil, cerr
 	}
-	t := &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost}
+	t := &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost, prevBackoff: old.prevBackoff}
 	if err := e.refresh(t, err); err != nil {
 		return nil, err
 	}

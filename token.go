@@ -39,6 +39,8 @@ type token struct {
 	cost      int    // quota tokens taken to issue this token
 	pending   bool   // the attempt still needs a send slot (see Gate)
 	used      uint32 // set once refreshed, recorded or released (atomic)
+
+	prevBackoff time.Duration // the backoff chosen for this attempt, for a ChainedBackoff; 0 for the first
 }
 
 func (t *token) Delay() time.Duration { return t.delay }
