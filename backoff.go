@@ -218,7 +218,9 @@ func (b *ExponentialBackoff) Delay(n int) time.Duration {
 	if !validDraw(u) {
 		return d // see WithRandom
 	}
-	return satMul(d, 1-b.jitter*u)
+	// float64(d) can round up (to 2^63 for a cap near the largest
+	// Duration): never return more than d.
+	return min(satMul(d, 1-b.jitter*u), d)
 }
 
 // Cap returns the delay before retry n before jitter:

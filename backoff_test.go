@@ -393,6 +393,8 @@ func TestExponentialBackoffHugeCapSaturates(t *testing.T) {
 	assert.Equal(t, huge, b.Delay(1000), "a draw of 0 waits the whole cap")
 	b = newBackoff(t, retry.WithMaxBackoff(huge), retry.WithRandom(fixed(0.5)))
 	assert.Equal(t, time.Duration(1<<62), b.Delay(1000), "U = 0.5 halves the cap (2^63 as a float64)")
+	b = newBackoff(t, retry.WithMaxBackoff(huge-27), retry.WithRandom(fixed(0)))
+	assert.Equal(t, huge-27, b.Delay(1000), "a cap that rounds up to 2^63 as a float64 is still the most")
 }
 
 // Issue 12: a random source that returns a value outside [0, 1), or NaN,

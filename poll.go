@@ -282,7 +282,8 @@ func Poll[T any](ctx context.Context, fn func(context.Context) (T, PollStatus, e
 			if !(u >= 0 && u < 1) {
 				return v, configError("WithPollRand", u, "a value in [0, 1)")
 			}
-			wait -= satMul(wait-cfg.minDelay, cfg.jitter*u)
+			span := wait - cfg.minDelay
+			wait -= min(satMul(span, cfg.jitter*u), span) // float64 rounding must not cross the minimum
 		}
 		end := time.Now().Add(wait)
 		pd, hasPD := parent.Deadline()
