@@ -50,6 +50,7 @@ type Backoff interface {
 // the backoff only, not the longer wait a retry-after hint or the retry
 // quota may have imposed. A caller that does not keep the previous delay
 // calls Delay, which every ChainedBackoff must answer on its own.
+// Implementations must be safe for concurrent use.
 type ChainedBackoff interface {
 	Backoff
 	// DelayAfter returns the delay before retry n when the delay before

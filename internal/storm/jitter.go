@@ -81,7 +81,8 @@ func (k JitterKind) Backoff(base, maxDelay time.Duration, random func() float64)
 // attempt succeeds or it has made MaxAttempts attempts.
 //
 // Each client retries with a Standard strategy without a retry quota
-// (WithoutRetryQuota), so that the backoff alone shapes the load.
+// (WithoutRetryQuota), so that the backoff alone shapes the load. The
+// zero JitterScenario is not valid; start from DefaultJitterScenario.
 type JitterScenario struct {
 	Clients     int
 	HealAt      time.Duration // before it, every attempt fails with HTTP 503
