@@ -169,10 +169,16 @@ func (e *engine) next(t *token, c Classification) error {
 	if c.Throttle {
 		b = e.throttleBackoff
 	}
-	backoff := max(b.Delay(n), 0)
+	var raw time.Duration
+	if cb, ok := b.(ChainedBackoff); ok {
+		raw = cb.DelayAfter(n, t.prevBackoff) // depends on the previous retry's backoff, which the token carries
+	} else {
+		raw = b.Delay(n)
+	}
+	backoff := max(raw, 0)
 	delay := max(backoff, c.RetryAfter)
 	if e.retryAfterLimit > 0 {
-		delay = min(delay, backoff+e.retryAfterLimit)
+		delay = min(delay, satAdd(backoff, e.retryAfterLimit))
 	}
 
 	cost := 0
@@ -188,6 +194,7 @@ func (e *engine) next(t *token, c Classification) error {
 		delay = max(delay, w)
 	}
 	t.retries, t.delay, t.cost, t.pending, t.slotSince = n, delay, cost, st.limiter != nil, time.Time{}
+	t.prevBackoff = backoff // for the next retry's ChainedBackoff
 	return nil
 }
 
@@ -432,7 +439,7 @@ func (e *engine) successor(rt RetryToken) (*token, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost}, nil
+	return &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost, prevBackoff: old.prevBackoff}, nil
 }
 
 func (e *engine) admitToken(rt RetryToken) (time.Duration, error) {
