@@ -51,9 +51,9 @@ import (
 // Errors quote at most an excerpt of a line or value (see quoteExcerpt).
 
 // maxSharedConfigSize is the size of the largest shared config file read:
-// 16 MiB, thousands of times a file with a few profiles, and still several
-// times the largest generated files with a profile for each role of
-// thousands of accounts. It keeps a wrong AWS_CONFIG_FILE (a log, a disk
+// 16 MiB. A profile takes a few hundred bytes, so that is room for tens of
+// thousands of them, as files generated with a profile for each account
+// and role have; and it keeps a wrong AWS_CONFIG_FILE (a log, a disk
 // image) from being read whole.
 const maxSharedConfigSize = 16 << 20
 
@@ -189,10 +189,12 @@ func readSharedConfig(path string) (string, error) {
 		return fail("%s, %s", fileKind(fi.Mode()), want)
 	}
 	// The size is read from the file rather than trusted from Stat: the
-	// file may grow, and some report a size of 0 (Linux's /proc).
+	// file may grow, and some report a size of 0 (Linux's /proc). One byte
+	// more than the limit is read to tell a file that is too large.
+	r := io.LimitReader(f, maxSharedConfigSize+1)
 	buf := make([]byte, 0, min(max(fi.Size(), 0), maxSharedConfigSize)+1)
 	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
+		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if len(buf) > maxSharedConfigSize {
 			return fail("larger than %d bytes, %s", maxSharedConfigSize, want)
