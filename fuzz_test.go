@@ -24,6 +24,7 @@ func FuzzClassify(f *testing.F) {
 	f.Add(400, "ThrottlingException", uint8(2), uint8(1), true)
 	f.Add(404, "NoSuchKey", uint8(1), uint8(3), false)
 	f.Add(-1, "\x00", uint8(7), uint8(5), true)
+	f.Add(503, "SlowDown", uint8(1), uint8(6), false)
 	f.Fuzz(func(t *testing.T, status int, code string, depth, mark uint8, join bool) {
 		base := &statusError{status: status, code: code}
 		var err error = base
@@ -33,7 +34,7 @@ func FuzzClassify(f *testing.F) {
 		if join {
 			err = errors.Join(errors.New("other"), err)
 		}
-		switch mark % 6 {
+		switch mark % 7 {
 		case 1:
 			err = retry.Permanent(err)
 		case 2:
@@ -44,19 +45,24 @@ func FuzzClassify(f *testing.F) {
 			err = retry.TimedOut(err)
 		case 5:
 			err = retry.WithRetryAfter(err, time.Duration(status)*time.Millisecond)
+		case 6:
+			err = &retryableError{retryable: status%2 == 0, err: err}
 		}
 		c := retry.Classify(err)
 
 		assert.ErrorIs(t, err, base, "marks keep the original reachable")
 		assert.GreaterOrEqual(t, c.RetryAfter, time.Duration(0))
 		assert.Contains(t, []retry.Safety{retry.SafetyMaybe, retry.SafetyYes, retry.SafetyNo}, c.Safety)
-		switch mark % 6 {
+		switch mark % 7 {
 		case 1:
 			assert.Equal(t, retry.SafetyNo, c.Safety, "Permanent wins")
 		case 2, 3, 4:
 			assert.Equal(t, retry.SafetyYes, c.Safety, "the mark wins")
+		case 6:
+			assert.Equal(t, status%2 == 0, c.Retryable(), "RetryableError wins")
+			assert.NotEqual(t, retry.SafetyMaybe, c.Safety, "RetryableError decides")
 		}
-		if mark%6 == 0 {
+		if mark%7 == 0 {
 			switch {
 			case retry.IsThrottlingCode(code):
 				assert.True(t, c.Throttle && c.Retryable(), "throttling code %q", code)
