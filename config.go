@@ -42,13 +42,6 @@ const validModes = "standard, adaptive or legacy (in any case)"
 // validMaxAttempts describes the values max attempts may take, for errors.
 var validMaxAttempts = fmt.Sprintf("a decimal integer from 1 to %d (1 means no retries), without spaces", math.MaxInt)
 
-// MaxMaxScopes is the most named scopes a strategy can keep state for:
-// WithMaxScopes takes 1 to MaxMaxScopes. The bound caps the memory that
-// arbitrary scope strings can take: with MaxMaxScopes short-named scopes,
-// a *Standard holds about 18 MiB of scope state and an *Adaptive, which
-// also keeps a rate limiter per scope, about 36 MiB.
-const MaxMaxScopes = 1 << 16
-
 // environment is what the environment and the shared config file select.
 type environment struct {
 	mode        retryMode

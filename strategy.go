@@ -471,6 +471,13 @@ var errTokenReleased = errors.New("retry: token released before its attempt")
 // default, as the Smithy Java client does.
 const DefaultMaxScopes = 128
 
+// MaxMaxScopes is the most named scopes a strategy can keep state for:
+// WithMaxScopes takes 1 to MaxMaxScopes. The bound caps the memory that
+// arbitrary scope strings can take: with MaxMaxScopes short-named scopes,
+// a *Standard holds about 18 MiB of scope state and an *Adaptive, which
+// also keeps a rate limiter per scope, about 36 MiB.
+const MaxMaxScopes = 1 << 16
+
 // scopeCache keeps the state of the most recently used named scopes. When
 // it is full, the least recently used scope is forgotten; if it is seen
 // again it starts afresh, with a full bucket and an idle limiter. The bound

@@ -314,7 +314,7 @@ func WithClassifier(cl Classifier) StandardOption {
 }
 
 // WithMaxScopes sets how many named scopes the strategy keeps state for
-// (default DefaultMaxScopes). Valid: 1 or more.
+// (default DefaultMaxScopes). Valid: 1 to MaxMaxScopes.
 func WithMaxScopes(n int) StandardOption {
 	return standardOption(func(c *standardConfig) { c.maxScopes = n })
 }
