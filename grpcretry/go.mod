@@ -6,6 +6,7 @@ replace github.com/retrykit/retry => ../
 
 require (
 	github.com/retrykit/retry v0.0.0
+	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )
 
