@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/retrykit/retry"
 	"google.golang.org/grpc"
@@ -36,8 +37,8 @@ func (cfg *config) start(ctx context.Context, method string, cc *grpc.ClientConn
 		return nil, newCallError(ctx, 0, nil, configError("interceptor", "a nil context.Context", "a non-nil Context"))
 	case cfg.disabled:
 		return &call{ctx: ctx}, nil
-	case ctx.Err() != nil:
-		return nil, newCallError(ctx, 0, nil, contextReason(ctx))
+	case callerDone(ctx) != nil:
+		return nil, newCallError(ctx, 0, nil, callerDone(ctx))
 	}
 	c := &call{ctx: ctx, s: cfg.strategy, classify: cfg.classifier}
 	if c.s == nil {
@@ -73,9 +74,9 @@ func (c *call) failed(err error, trailer metadata.MD) error {
 	switch {
 	case c.s == nil:
 		return err
-	case c.ctx.Err() != nil:
+	case callerDone(c.ctx) != nil:
 		// The caller's deadline or cancellation: never retried.
-		return newCallError(c.ctx, c.attempts, err, contextReason(c.ctx))
+		return newCallError(c.ctx, c.attempts, err, callerDone(c.ctx))
 	case c.tokErr != nil:
 		return newCallError(c.ctx, c.attempts, err, c.tokErr)
 	}
@@ -96,6 +97,20 @@ func (c *call) succeeded() {
 	if c.s != nil && c.tokErr == nil {
 		_ = c.s.RecordSuccess(c.tok) // the call succeeded; a bookkeeping error changes nothing for the caller
 	}
+}
+
+// callerDone returns why the caller's context is done, or nil if it is
+// not. A context whose deadline has passed is done, even if its timer has
+// not fired yet: gRPC already reports such a call as DEADLINE_EXCEEDED, and
+// the server may already have given up on it.
+func callerDone(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return contextReason(ctx)
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // contextReason returns ctx's error, with its cause if that says more.
@@ -127,8 +142,8 @@ func (e *callError) GRPCStatus() *status.Status { return e.st }
 func newCallError(ctx context.Context, attempts int, err, reason error) error {
 	e := &callError{err: &retry.Error{Attempts: attempts, Err: err, Reason: reason}}
 	switch {
-	case ctx != nil && ctx.Err() != nil:
-		e.st = status.FromContextError(ctx.Err())
+	case ctx != nil && callerDone(ctx) != nil:
+		e.st = status.FromContextError(callerDone(ctx))
 	case err != nil:
 		e.st = status.Convert(err)
 	case errors.Is(reason, retry.ErrRateLimited):

@@ -175,6 +175,34 @@ func TestUnaryDeadline(t *testing.T) {
 			t.Errorf("retry events = %+v, want none", got)
 		}
 	})
+	t.Run("the caller's, passed before its timer fired, is not retried", func(t *testing.T) {
+		// gRPC reports DEADLINE_EXCEEDED once the deadline has passed by the
+		// clock, which may be before the context's timer fires.
+		s, evs, _ := newStandard(t)
+		ctx := lateContext{Context: t.Context(), deadline: time.Now().Add(time.Hour)}
+		calls := 0
+		invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+			calls++
+			if calls == 1 {
+				// The deadline passes during the attempt.
+				ctx.deadline = time.Now()
+			}
+			return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+		}
+		err := grpcretry.UnaryClientInterceptor(grpcretry.WithStrategy(s))(&ctx, "/m", nil, nil, nil, invoker)
+		if got := status.Code(err); got != codes.DeadlineExceeded {
+			t.Errorf("status code = %v, want DeadlineExceeded", got)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want it to wrap context.DeadlineExceeded", err)
+		}
+		if calls != 1 {
+			t.Errorf("attempts = %d, want 1", calls)
+		}
+		if got := evs.of(retry.EventRetry); len(got) != 0 {
+			t.Errorf("retry events = %+v, want none", got)
+		}
+	})
 	t.Run("the server's is retried as a timeout", func(t *testing.T) {
 		s, evs, _ := newStandard(t)
 		srv, client, _ := setup(t, []reply{{code: codes.DeadlineExceeded}}, grpcretry.WithStrategy(s))
@@ -192,6 +220,15 @@ func TestUnaryDeadline(t *testing.T) {
 		}
 	})
 }
+
+// lateContext is a context whose deadline has passed before its timer
+// fired: its Err is still nil.
+type lateContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *lateContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // cancelClock is a retry.Sleeper whose waits are cut short by cancelling
 // the caller's context, as a caller giving up during a backoff would.
