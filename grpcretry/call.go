@@ -19,7 +19,7 @@ import (
 // record). The strategy does every wait.
 type call struct {
 	ctx      context.Context
-	s        retry.RetryStrategy // nil: retries disabled
+	s        retry.RetryStrategy // nil: retries disabled, and the interceptor calls gRPC directly
 	classify retry.Classifier
 	tok      retry.RetryToken
 	tokErr   error // the strategy refused the initial token: one attempt, no retries
@@ -72,8 +72,6 @@ func noAttempt(ctx context.Context, err error) bool {
 func (c *call) failed(err error, trailer metadata.MD) error {
 	c.attempts++
 	switch {
-	case c.s == nil:
-		return err
 	case callerDone(c.ctx) != nil:
 		// The caller's deadline or cancellation: never retried.
 		return newCallError(c.ctx, c.attempts, err, callerDone(c.ctx))
@@ -94,7 +92,7 @@ func (c *call) failed(err error, trailer metadata.MD) error {
 
 // succeeded reports that an attempt succeeded.
 func (c *call) succeeded() {
-	if c.s != nil && c.tokErr == nil {
+	if c.tokErr == nil {
 		_ = c.s.RecordSuccess(c.tok) // the call succeeded; a bookkeeping error changes nothing for the caller
 	}
 }

@@ -21,7 +21,9 @@
 // before the first attempt, refresh the token after each failure and
 // record the success, so any retry.RetryStrategy works, and
 // retry.NewAdaptive adds client-side rate limiting. The interceptors never
-// retry once the caller's context is done, and start no goroutine.
+// retry once the caller's context is done, and start no goroutine. In a
+// chain of interceptors, the ones after these see every attempt, and the
+// ones before them see the call.
 //
 // Do not turn on gRPC's own retries (a retryPolicy in the service config)
 // on a connection with these interceptors: each of the strategy's attempts
@@ -56,7 +58,8 @@ import (
 // it wraps a *retry.Error: errors.Is reaches the last attempt's error and
 // the reason for giving up (retry.ErrMaxAttemptsExceeded,
 // retry.ErrNotRetryable, ...), and errors.As gives the number of attempts.
-// A bad Option fails the call with an error wrapping
+// A bad Option, or a strategy that reports a configuration error (a nil
+// or zero *retry.Standard, say), fails the call with an error wrapping
 // retry.ErrInvalidConfig, with no attempt made.
 //
 // Every attempt gets the call's context and options; the reply message is
