@@ -3,6 +3,7 @@ package grpcretry_test
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -95,6 +96,11 @@ func (s *server) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*tes
 
 func (s *server) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, stream testpb.TestService_StreamingOutputCallServer) error {
 	r := s.next(req.GetPayload().GetBody())
+	if r.messages > 0 {
+		if err := stream.SendHeader(metadata.Pairs("call", strconv.Itoa(s.Calls()))); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < r.messages; i++ {
 		if err := stream.Send(&testpb.StreamingOutputCallResponse{Payload: req.GetPayload()}); err != nil {
 			return err

@@ -68,6 +68,26 @@ func TestServerStreamRetriedBeforeFirstMessage(t *testing.T) {
 	if tr := stream.Trailer(); len(tr.Get("grpc-retry-pushback-ms")) != 0 {
 		t.Errorf("Trailer() = %v, want the last attempt's, without pushback", tr)
 	}
+	if h, err := stream.Header(); err != nil || !slices.Equal(h.Get("call"), []string{"3"}) {
+		t.Errorf("Header() = %v, %v; want the last attempt's (call 3)", h, err)
+	}
+}
+
+func TestStreamOpenGivesUp(t *testing.T) {
+	s, _, _ := newStandard(t)
+	srv := newServer()
+	cc := dialWith(t, serve(t, srv), grpc.WithChainStreamInterceptor(
+		grpcretry.StreamClientInterceptor(grpcretry.WithStrategy(s)), failOpen(3)))
+	stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(t.Context(), &testpb.StreamingOutputCallRequest{})
+	if stream != nil {
+		t.Errorf("StreamingOutputCall returned a stream")
+	}
+	if !errors.Is(err, retry.ErrMaxAttemptsExceeded) || status.Code(err) != codes.Unavailable || attemptsOf(err) != 3 {
+		t.Errorf("err = %v, want Unavailable wrapping ErrMaxAttemptsExceeded after 3 attempts", err)
+	}
+	if got := srv.Calls(); got != 0 {
+		t.Errorf("server calls = %d, want 0", got)
+	}
 }
 
 func TestServerStreamNotRetriedAfterFirstMessage(t *testing.T) {

@@ -51,6 +51,12 @@ func TestUnaryRetriesUnavailable(t *testing.T) {
 	if got, want := clk.Slept(), []time.Duration{time.Millisecond, time.Millisecond}; !slices.Equal(got, want) {
 		t.Errorf("strategy waited %v, want %v", got, want)
 	}
+	// Hooks see the attempt's error as it is.
+	for _, ev := range evs.of(retry.EventRetry) {
+		if want := status.Error(codes.Unavailable, "").Error(); ev.Err.Error() != want || status.Code(ev.Err) != codes.Unavailable {
+			t.Errorf("retry event error = %q (%v), want %q", ev.Err, status.Code(ev.Err), want)
+		}
+	}
 }
 
 func TestUnaryGivesUp(t *testing.T) {
@@ -233,21 +239,23 @@ func (c *lateContext) Deadline() (time.Time, bool) { return c.deadline, true }
 // cancelClock is a retry.Sleeper whose waits are cut short by cancelling
 // the caller's context, as a caller giving up during a backoff would.
 type cancelClock struct {
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
+	cause  error
 }
 
 func (cancelClock) Now() time.Time { return time.Unix(0, 0) }
 
 func (c cancelClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.cancel()
+	c.cancel(c.cause)
 	<-ctx.Done()
 	return ctx.Err()
 }
 
 func TestUnaryCancelledDuringWait(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	s, err := retry.NewStandard(retry.WithClock(cancelClock{cancel}), retry.WithBackoff(retry.ConstantBackoff(time.Second)))
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	cause := errors.New("user went away")
+	s, err := retry.NewStandard(retry.WithClock(cancelClock{cancel, cause}), retry.WithBackoff(retry.ConstantBackoff(time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,8 +264,8 @@ func TestUnaryCancelledDuringWait(t *testing.T) {
 	if got := status.Code(err); got != codes.Canceled {
 		t.Errorf("status code = %v, want Canceled (the caller's context ended)", got)
 	}
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want it to wrap context.Canceled", err)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+		t.Errorf("err = %v, want it to wrap context.Canceled and the cause", err)
 	}
 	if got := attemptsOf(err); got != 1 {
 		t.Errorf("attempts = %d, want 1", got)
@@ -515,6 +523,26 @@ func (stubStrategy) RefreshRetryToken(_ context.Context, tok retry.RetryToken, e
 
 func (stubStrategy) RecordSuccess(retry.RetryToken) error { return nil }
 
+// nilTokens is a broken RetryStrategy that returns no token and no error:
+// from AcquireInitialToken if it has no stubStrategy, else from
+// RefreshRetryToken.
+type nilTokens struct {
+	initial retry.RetryStrategy
+}
+
+func (n nilTokens) AcquireInitialToken(ctx context.Context, scope string) (retry.RetryToken, error) {
+	if n.initial == nil {
+		return nil, nil
+	}
+	return n.initial.AcquireInitialToken(ctx, scope)
+}
+
+func (nilTokens) RefreshRetryToken(context.Context, retry.RetryToken, error) (retry.RetryToken, error) {
+	return nil, nil
+}
+
+func (nilTokens) RecordSuccess(retry.RetryToken) error { return nil }
+
 func TestUnaryCustomStrategy(t *testing.T) {
 	down := []reply{{code: codes.Unavailable}, {code: codes.Unavailable}, {code: codes.Unavailable}}
 	t.Run("retries", func(t *testing.T) {
@@ -545,6 +573,26 @@ func TestUnaryCustomStrategy(t *testing.T) {
 		}
 		if got := srv.Calls(); got != 0 {
 			t.Errorf("server calls = %d, want 0", got)
+		}
+	})
+	t.Run("no initial token: one attempt", func(t *testing.T) {
+		srv, client, _ := setup(t, down, grpcretry.WithStrategy(nilTokens{}))
+		_, err := unaryCall(client, t.Context(), "x")
+		if !errors.Is(err, retry.ErrInvalidToken) || status.Code(err) != codes.Unavailable || attemptsOf(err) != 1 {
+			t.Errorf("err = %v, want the attempt's Unavailable, after 1 attempt, wrapping ErrInvalidToken", err)
+		}
+		if got := srv.Calls(); got != 1 {
+			t.Errorf("server calls = %d, want 1", got)
+		}
+	})
+	t.Run("no refreshed token: no retry", func(t *testing.T) {
+		srv, client, _ := setup(t, down, grpcretry.WithStrategy(nilTokens{stubStrategy{}}))
+		_, err := unaryCall(client, t.Context(), "x")
+		if !errors.Is(err, retry.ErrInvalidToken) || status.Code(err) != codes.Unavailable || attemptsOf(err) != 1 {
+			t.Errorf("err = %v, want the attempt's Unavailable, after 1 attempt, wrapping ErrInvalidToken", err)
+		}
+		if got := srv.Calls(); got != 1 {
+			t.Errorf("server calls = %d, want 1", got)
 		}
 	})
 	t.Run("context already done: no attempt", func(t *testing.T) {
