@@ -243,6 +243,9 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		case ctx.Err() != nil:
 			// The caller's context ended: never retry.
 			return zero, &Error{Attempts: attempts, Err: err, Reason: contextReason(ctx)}
+		case pastDeadline(ctx):
+			// Its deadline has passed, though its timer has not fired yet.
+			return zero, &Error{Attempts: attempts, Err: err, Reason: context.DeadlineExceeded}
 		case tokenErr != nil:
 			return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
 		}
@@ -288,6 +291,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func tooSoon(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
 	return ok && d > 0 && time.Until(deadline) <= d
+}
+
+// pastDeadline reports whether ctx's deadline has passed by the clock,
+// which can be so a moment before ctx's own timer ends it.
+func pastDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // contextReason returns ctx's error, with its cause if that says more.

@@ -389,3 +389,22 @@ func TestErrorMessage(t *testing.T) {
 	assert.Equal(t, "retry: error is not retryable (after 1 attempt): boom",
 		(&retry.Error{Attempts: 1, Err: last, Reason: retry.ErrNotRetryable}).Error())
 }
+
+// lateContext has a deadline that has passed by the clock, but has not
+// ended yet: the moment before its timer fires.
+type lateContext struct{ context.Context }
+
+func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func TestDoDoesNotRetryPastTheDeadline(t *testing.T) {
+	var events []retry.Event
+	s := constant(t, 0, retry.WithHook(func(ev retry.Event) { events = append(events, ev) }))
+	fn, calls := failing(errTransient)
+	_, err := retry.Do(lateContext{t.Context()}, fn, retry.WithStrategy(s))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, errTransient)
+	assert.Len(t, *calls, 1, "the caller's deadline had passed: no retry")
+	for _, ev := range events {
+		assert.NotEqual(t, retry.EventRetry, ev.Kind, "no retry was even planned")
+	}
+}
