@@ -103,7 +103,7 @@ type Retryer struct {
 	strategy    retry.RetryStrategy
 	classify    retry.Classifier
 	scope       func(context.Context) string
-	maxAttempts int                                           // 0: the strategy reports none
+	maxAttempts int                                               // 0: the strategy reports none
 	releaser    interface{ ReleaseToken(retry.RetryToken) error } // nil: the strategy has no ReleaseToken
 }
 
