@@ -40,13 +40,13 @@ import (
 
 // WithStrategy returns the option of config.LoadDefaultConfig that makes s
 // the retryer of every client made from the loaded aws.Config: it sets the
-// config's Retryer to a Retryer for s (see New), adds AddMiddleware to its
-// APIOptions, and, when s reports its attempt limit through a
-// MaxAttempts() int method (as retry.Standard and retry.Adaptive do), sets
-// RetryMaxAttempts to that limit, so that the strategy stays the one place
-// for it: AWS_MAX_ATTEMPTS and max_attempts in the shared config file no
-// longer apply (build s with retry.FromEnvironment to honour them). A later
-// config.WithRetryMaxAttempts still overrides it.
+// config's Retryer to a Retryer for s (see New) and adds AddMiddleware to
+// its APIOptions.
+//
+// The strategy is then the one place for retry settings: given a retryer,
+// LoadDefaultConfig reads neither AWS_RETRY_MODE nor AWS_MAX_ATTEMPTS (nor
+// their shared config file settings). Build s with retry.FromEnvironment
+// to honour them.
 //
 // A nil s, or a bad option, makes LoadDefaultConfig fail with an error
 // wrapping retry.ErrInvalidConfig.
@@ -58,9 +58,6 @@ func WithStrategy(s retry.RetryStrategy, opts ...Option) config.LoadOptionsFunc 
 		}
 		o.Retryer = func() aws.Retryer { return r }
 		o.APIOptions = append(o.APIOptions, AddMiddleware)
-		if r.maxAttempts > 0 {
-			o.RetryMaxAttempts = r.maxAttempts
-		}
 		return nil
 	}
 }

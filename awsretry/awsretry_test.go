@@ -1,13 +1,20 @@
 package awsretry_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	sdkretry "github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/retrykit/retry"
@@ -170,4 +177,287 @@ func TestConcurrentCalls(t *testing.T) {
 			assert.Equal(t, calls, ev.count(retry.EventSuccess)+ev.count(retry.EventGiveUp))
 		})
 	}
+}
+
+// TestAdaptivePacing checks that an Adaptive strategy paces the SDK's
+// sends through the attempt-token step: once throttles have slowed its
+// rate limiter, a first attempt waits there for a send slot, and, with a
+// fail-fast limiter, a call is refused there before anything is sent.
+func TestAdaptivePacing(t *testing.T) {
+	t.Run("wait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff), retry.WithMaxSendWait(time.Hour))
+			require.NoError(t, err)
+			fake := newFake(func(key string) []reply {
+				if strings.HasPrefix(key, "hot") {
+					return []reply{provisioned, provisioned, provisioned}
+				}
+				return nil
+			})
+			client := newClient(t, fake, "", awsretry.WithStrategy(s))
+			// burst sends calls at once and returns how long they took.
+			burst := func(name string) time.Duration {
+				const calls = 50
+				start := time.Now()
+				var wg sync.WaitGroup
+				for i := range calls {
+					wg.Go(func() { assert.NoError(t, get(t.Context(), client, fmt.Sprintf("%s%d", name, i))) })
+				}
+				wg.Wait()
+				for i := range calls {
+					assert.Len(t, fake.seen(fmt.Sprintf("%s%d", name, i)), 1, "no call was retried")
+				}
+				return time.Since(start)
+			}
+
+			assert.Zero(t, burst("before"), "no throttle yet: nothing waits")
+			for i := range 5 {
+				require.Error(t, get(t.Context(), client, fmt.Sprintf("hot%d", i)))
+				time.Sleep(100 * time.Millisecond)
+			}
+			st, found := s.Stats(scope)
+			require.True(t, found)
+			require.NotNil(t, st.RateLimiter)
+			require.True(t, st.RateLimiter.Enabled, "throttles enable the limiter")
+			assert.Positive(t, burst("after"), "the first attempts waited for send slots")
+		})
+	})
+	t.Run("fail fast", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff), retry.WithFailFast(true))
+			require.NoError(t, err)
+			fake := newFake(func(string) []reply { return []reply{provisioned, provisioned, provisioned} })
+			client := newClient(t, fake, "", awsretry.WithStrategy(s))
+			for i := range 100 {
+				key := fmt.Sprintf("k%d", i)
+				err := get(t.Context(), client, key)
+				require.Error(t, err)
+				if errors.Is(err, retry.ErrRateLimited) && len(fake.seen(key)) == 0 {
+					assert.ErrorContains(t, err, "failed to get retry Send token", "refused at the attempt-token step")
+					return
+				}
+			}
+			t.Fatal("no call was refused a send slot before its first attempt")
+		})
+	})
+}
+
+// TestWaitsEndWithTheContext checks that a wait of the strategy that the
+// caller's context would cut short ends the call, and gives back what the
+// retry took from the quota.
+func TestWaitsEndWithTheContext(t *testing.T) {
+	newStrategy := func(t *testing.T) *retry.Standard {
+		s, err := retry.NewStandard(retry.WithBackoff(retry.ConstantBackoff(time.Hour)))
+		require.NoError(t, err)
+		return s
+	}
+	script := func(string) []reply { return []reply{provisioned} }
+	t.Run("deadline too soon", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newStrategy(t)
+			client := newClient(t, newFake(script), "", awsretry.WithStrategy(s))
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			start := time.Now()
+			err := get(ctx, client, "k")
+			assert.ErrorIs(t, err, retry.ErrDeadlineTooSoon)
+			var pte *types.ProvisionedThroughputExceededException
+			assert.ErrorAs(t, err, &pte, "the attempt's error is kept")
+			assert.Zero(t, time.Since(start), "refused at once")
+			assert.Equal(t, float64(retry.DefaultMaxCapacity), available(t, s))
+		})
+	})
+	t.Run("canceled", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newStrategy(t)
+			client := newClient(t, newFake(script), "", awsretry.WithStrategy(s))
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(time.Minute, cancel)
+			err := get(ctx, client, "k")
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.Equal(t, float64(retry.DefaultMaxCapacity), available(t, s))
+		})
+	})
+}
+
+// TestRetryQuota checks the refusals that come from the retry quota.
+func TestRetryQuota(t *testing.T) {
+	t.Run("exhausted", func(t *testing.T) {
+		s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff), retry.WithMaxCapacity(retry.DefaultRetryCost))
+		require.NoError(t, err)
+		fake := newFake(func(string) []reply { return []reply{internal, internal} })
+		err = get(t.Context(), newClient(t, fake, "", awsretry.WithStrategy(s)), "k")
+		assert.ErrorIs(t, err, retry.ErrRetryQuotaExceeded)
+		var api smithy.APIError
+		require.ErrorAs(t, err, &api)
+		assert.Equal(t, "InternalServerError", api.ErrorCode())
+		assert.Len(t, fake.seen("k"), 2)
+	})
+	t.Run("initial token refused", func(t *testing.T) {
+		// A quota that cannot pay for a first attempt allows it, without
+		// retries.
+		s, err := retry.NewStandard(retry.WithMaxCapacity(1), retry.WithInitialTryCost(2))
+		require.NoError(t, err)
+		fake := newFake(func(key string) []reply {
+			if key == "fails" {
+				return []reply{internal}
+			}
+			return nil
+		})
+		client := newClient(t, fake, "", awsretry.WithStrategy(s))
+		require.NoError(t, get(t.Context(), client, "works"))
+		err = get(t.Context(), client, "fails")
+		assert.ErrorIs(t, err, retry.ErrRetryQuotaExceeded)
+		assert.ErrorContains(t, err, "no retries")
+		assert.Len(t, fake.seen("fails"), 1)
+	})
+}
+
+// TestBadInput checks that every bad argument is an error wrapping
+// retry.ErrInvalidConfig that names what is wrong, and never a panic.
+func TestBadInput(t *testing.T) {
+	s, err := retry.NewStandard()
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		strategy retry.RetryStrategy
+		opts     []awsretry.Option
+		want     string
+	}{
+		{"nil strategy", nil, nil, "awsretry.New = a nil strategy"},
+		{"nil *Standard", (*retry.Standard)(nil), nil, "a nil or zero *retry.Standard"},
+		{"zero Standard", &retry.Standard{}, nil, "a nil or zero *retry.Standard"},
+		{"zero Adaptive", &retry.Adaptive{}, nil, "a nil or zero *retry.Adaptive"},
+		{"nil option", s, []awsretry.Option{nil}, "awsretry.Option = nil"},
+		{"nil classifier", s, []awsretry.Option{awsretry.WithClassifier(nil)}, "awsretry.WithClassifier = nil"},
+		{"nil scope func", s, []awsretry.Option{awsretry.WithScopeFunc(nil)}, "awsretry.WithScopeFunc = nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := awsretry.New(tt.strategy, tt.opts...)
+			assert.Nil(t, r)
+			assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tt.want)
+
+			_, err = config.LoadDefaultConfig(t.Context(), awsretry.WithStrategy(tt.strategy, tt.opts...))
+			assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// TestWithoutMiddleware checks that a Retryer installed without
+// AddMiddleware fails each call with a clear error instead of mixing the
+// state of concurrent calls, and that a nil or zero Retryer does the same.
+func TestWithoutMiddleware(t *testing.T) {
+	s, err := retry.NewStandard()
+	require.NoError(t, err)
+	r, err := awsretry.New(s)
+	require.NoError(t, err)
+	fake := newFake(func(string) []reply { return nil })
+	client := newClient(t, fake, "", config.WithRetryer(func() aws.Retryer { return r }))
+	err = get(t.Context(), client, "k")
+	assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "awsretry.AddMiddleware")
+	assert.Empty(t, fake.seen("k"), "nothing sent")
+
+	for _, r := range []*awsretry.Retryer{nil, {}} {
+		_, err := r.GetAttemptToken(t.Context())
+		assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+		_, err = r.GetRetryToken(t.Context(), errors.New("x"))
+		assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+		assert.False(t, r.IsErrorRetryable(errors.New("x")))
+		assert.Zero(t, r.MaxAttempts())
+	}
+}
+
+// TestByHand installs a Retryer on one client by hand, with AddMiddleware
+// given twice, and checks that the calls retry.
+func TestByHand(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	r, err := awsretry.New(s)
+	require.NoError(t, err)
+	fake := newFake(func(string) []reply { return []reply{internal} })
+	client := newClient(t, fake, "")
+	err = get(t.Context(), client, "k", func(o *dynamodb.Options) {
+		o.Retryer = r
+		o.APIOptions = append(o.APIOptions, awsretry.AddMiddleware, awsretry.AddMiddleware)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, headers(2, retry.DefaultMaxAttempts), fake.seen("k"))
+}
+
+// TestAttemptLimit checks that the strategy's attempt limit is the one
+// that applies, and the one the amz-sdk-request header reports, whatever
+// AWS_MAX_ATTEMPTS says; and that a lower limit set on a client stops its
+// calls sooner, with the strategy told once of each call's end.
+func TestAttemptLimit(t *testing.T) {
+	t.Setenv("AWS_MAX_ATTEMPTS", "1")
+	var ev events
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff), retry.WithMaxAttempts(5), ev.hook())
+	require.NoError(t, err)
+	fake := newFake(func(string) []reply { return []reply{internal, internal, internal, internal, internal} })
+	client := newClient(t, fake, "", awsretry.WithStrategy(s))
+	err = get(t.Context(), client, "k")
+	var max *sdkretry.MaxAttemptsError
+	require.ErrorAs(t, err, &max)
+	assert.Equal(t, headers(5, 5), fake.seen("k"))
+	assert.Equal(t, 1, ev.count(retry.EventGiveUp))
+	full := float64(retry.DefaultMaxCapacity)
+	assert.Equal(t, full-4*retry.DefaultRetryCost, available(t, s))
+
+	// The client's limit: the strategy, which would allow more, is told
+	// that the error is not retryable, and refunds the last retry.
+	err = get(t.Context(), client, "j", func(o *dynamodb.Options) { o.RetryMaxAttempts = 2 })
+	require.ErrorAs(t, err, &max)
+	assert.Equal(t, headers(2, 2), fake.seen("j"))
+	assert.Equal(t, 2, ev.count(retry.EventGiveUp))
+	assert.Equal(t, full-4*retry.DefaultRetryCost, available(t, s))
+}
+
+// opaque hides every method of a strategy but those of the contract.
+type opaque struct{ retry.RetryStrategy }
+
+// TestContractOnly checks a strategy that offers the contract's three
+// methods and nothing else: no attempt limit for the SDK (so the header
+// has no max) and no ReleaseToken.
+func TestContractOnly(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	fake := newFake(func(string) []reply { return []reply{throttling, throttling, throttling} })
+	err = get(t.Context(), newClient(t, fake, "", awsretry.WithStrategy(opaque{s})), "k")
+	assert.ErrorIs(t, err, retry.ErrMaxAttemptsExceeded, "the strategy's refusal, joined")
+	var api smithy.APIError
+	require.ErrorAs(t, err, &api)
+	assert.Equal(t, "ThrottlingException", api.ErrorCode())
+	assert.Equal(t, []string{"attempt=1", "attempt=2", "attempt=3"}, fake.seen("k"))
+}
+
+// TestOptions checks WithClassifier and WithScopeFunc.
+func TestOptions(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	// Retry a ValidationException, which is not retryable by default.
+	classify := func(err error) retry.Classification {
+		var api smithy.APIError
+		if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+			return retry.Classification{Safety: retry.SafetyYes}
+		}
+		return awsretry.Classify(err)
+	}
+	var scopes []string
+	scopeOf := func(ctx context.Context) string {
+		scopes = append(scopes, awsretry.ServiceScope(ctx))
+		return "mine"
+	}
+	fake := newFake(func(string) []reply { return []reply{validation} })
+	client := newClient(t, fake, "", awsretry.WithStrategy(s, awsretry.WithClassifier(classify), awsretry.WithScopeFunc(scopeOf)))
+	require.NoError(t, get(t.Context(), client, "k"))
+	assert.Len(t, fake.seen("k"), 2)
+	assert.Equal(t, []string{scope}, scopes, "called once per call")
+	_, found := s.Stats("mine")
+	assert.True(t, found)
+	_, found = s.Stats(scope)
+	assert.False(t, found)
 }

@@ -21,7 +21,8 @@ import (
 //
 //  1. An error marked with retry.RetryInfo that says whether it is safe to
 //     retry (retry.Permanent, retry.Transient, ...) is classified as
-//     retry.Classify classifies it: an explicit mark wins.
+//     retry.Classify classifies it: an explicit mark wins. Only its fault
+//     may come from step 4.
 //  2. Whether to retry: the SDK's default checks decide when they give an
 //     answer (aws/retry.DefaultRetryables: a canceled request is not
 //     retried; an error with a RetryableError() bool method, such as the
@@ -32,22 +33,32 @@ import (
 //     SDK does not, and never retries what it cannot tell.
 //  3. Throttle and timeout: set when the SDK's default checks say so
 //     (aws/retry.DefaultThrottles, DefaultTimeouts) or retry.Classify does.
-//  4. Fault: retry.Classify's, else the ErrorFault of a smithy.APIError.
+//  4. Fault: retry.Classify's, else the HTTP status's (as
+//     retry.ClassifyStatus gives it), else the ErrorFault of a
+//     smithy.APIError.
 //
 // Classify is safe for concurrent use.
 func Classify(err error) retry.Classification {
 	c := retry.Classify(err)
-	if err == nil || decided(err) {
+	if err == nil {
 		return c
 	}
-	switch sdkRetryables.IsErrorRetryable(err) {
-	case aws.TrueTernary:
-		c.Safety = retry.SafetyYes
-	case aws.FalseTernary:
-		c.Safety = retry.SafetyNo
+	if !decided(err) {
+		switch sdkRetryables.IsErrorRetryable(err) {
+		case aws.TrueTernary:
+			c.Safety = retry.SafetyYes
+		case aws.FalseTernary:
+			c.Safety = retry.SafetyNo
+		}
+		c.Throttle = c.Throttle || sdkThrottles.IsErrorThrottle(err) == aws.TrueTernary
+		c.Timeout = c.Timeout || sdkTimeouts.IsErrorTimeout(err) == aws.TrueTernary
 	}
-	c.Throttle = c.Throttle || sdkThrottles.IsErrorThrottle(err) == aws.TrueTernary
-	c.Timeout = c.Timeout || sdkTimeouts.IsErrorTimeout(err) == aws.TrueTernary
+	if c.Fault == retry.FaultUnknown {
+		var st interface{ HTTPStatusCode() int }
+		if errors.As(err, &st) {
+			c.Fault = retry.ClassifyStatus(st.HTTPStatusCode()).Fault
+		}
+	}
 	if c.Fault == retry.FaultUnknown {
 		var api smithy.APIError
 		if errors.As(err, &api) {

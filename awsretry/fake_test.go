@@ -137,11 +137,11 @@ func newClient(t testing.TB, h http.Handler, url string, opts ...func(*config.Lo
 }
 
 // get reads the item with the given key.
-func get(ctx context.Context, c *dynamodb.Client, key string) error {
+func get(ctx context.Context, c *dynamodb.Client, key string, opts ...func(*dynamodb.Options)) error {
 	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String("items"),
 		Key:       map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: key}},
-	})
+	}, opts...)
 	if err != nil {
 		return err
 	}
