@@ -28,7 +28,6 @@ package awsretry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -200,9 +199,9 @@ func configError(option string, got any, valid string) error {
 // state that AddMiddleware installs.
 var errNoCallState = fmt.Errorf("%w: awsretry: the call has no per-call retry state: add awsretry.AddMiddleware to the client's APIOptions (awsretry.WithStrategy does)", retry.ErrInvalidConfig)
 
-// errOutOfOrder is returned when the SDK calls the Retryer in an order its
-// retry middleware never does.
-var errOutOfOrder = errors.New("awsretry: retryer called out of order")
+// errOutOfOrder is returned when the Retryer is called in an order the
+// SDK's retry middleware never calls it in.
+var errOutOfOrder = fmt.Errorf("%w: awsretry: retryer called out of order", retry.ErrInvalidToken)
 
 // IsErrorRetryable reports whether the classifier (default Classify) says
 // that err is safe to retry. It does not count attempts.

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/awsretry"
 	"github.com/stretchr/testify/assert"
@@ -460,4 +462,58 @@ func TestOptions(t *testing.T) {
 	assert.True(t, found)
 	_, found = s.Stats(scope)
 	assert.False(t, found)
+}
+
+// TestOutOfOrder calls a Retryer, inside an operation stack with the
+// per-call middleware, in orders the SDK's retry middleware never uses,
+// and checks that each is refused with an error wrapping
+// retry.ErrInvalidToken.
+func TestOutOfOrder(t *testing.T) {
+	s, err := retry.NewStandard()
+	require.NoError(t, err)
+	r, err := awsretry.New(s)
+	require.NoError(t, err)
+	other, err := awsretry.New(s)
+	require.NoError(t, err)
+	tests := map[string]func(ctx context.Context) error{
+		"retry token first": func(ctx context.Context) error {
+			_, err := r.GetRetryToken(ctx, errors.New("x"))
+			return err
+		},
+		"two attempts at once": func(ctx context.Context) error {
+			if _, err := r.GetAttemptToken(ctx); err != nil {
+				return fmt.Errorf("first attempt refused: %w", err)
+			}
+			_, err := r.GetAttemptToken(ctx)
+			return err
+		},
+		"retry token after a success": func(ctx context.Context) error {
+			release, err := r.GetAttemptToken(ctx)
+			if err != nil {
+				return fmt.Errorf("first attempt refused: %w", err)
+			}
+			_ = release(nil)
+			_, err = r.GetRetryToken(ctx, errors.New("x"))
+			return err
+		},
+		"two retryers in one call": func(ctx context.Context) error {
+			if _, err := r.GetAttemptToken(ctx); err != nil {
+				return fmt.Errorf("first attempt refused: %w", err)
+			}
+			_, err := other.GetAttemptToken(ctx)
+			return err
+		},
+	}
+	for name, probe := range tests {
+		t.Run(name, func(t *testing.T) {
+			stack := middleware.NewStack("op", smithyhttp.NewStackRequest)
+			require.NoError(t, awsretry.AddMiddleware(stack))
+			h := middleware.DecorateHandler(middleware.HandlerFunc(func(ctx context.Context, _ any) (any, middleware.Metadata, error) {
+				return nil, middleware.Metadata{}, probe(ctx)
+			}), stack)
+			_, _, err := h.Handle(t.Context(), nil)
+			assert.ErrorIs(t, err, retry.ErrInvalidToken)
+			assert.ErrorContains(t, err, "out of order")
+		})
+	}
 }

@@ -59,17 +59,6 @@ func (f *fakeDynamo) seen(key string) []string {
 	return append([]string(nil), f.headers[key]...)
 }
 
-// total returns the number of requests answered.
-func (f *fakeDynamo) total() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, h := range f.headers {
-		n += len(h)
-	}
-	return n
-}
-
 func (f *fakeDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Key map[string]struct{ S string }
