@@ -256,7 +256,8 @@ func (r *Retryer) GetAttemptToken(ctx context.Context) (func(error) error, error
 // its release func; or it returns the strategy's refusal, which the SDK
 // returns joined with opErr. The strategy is told the classifier's view of
 // opErr, marked as retryable: the SDK has decided that it is, perhaps
-// through a wrapper such as retry.AddWithErrorCodes of the SDK.
+// through a wrapper of the Retryer that retries more errors (the SDK's
+// aws/retry.AddWithErrorCodes).
 func (r *Retryer) GetRetryToken(ctx context.Context, opErr error) (func(error) error, error) {
 	c, err := r.call(ctx)
 	if err != nil {

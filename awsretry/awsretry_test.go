@@ -464,6 +464,20 @@ func TestOptions(t *testing.T) {
 	assert.False(t, found)
 }
 
+// TestSDKWrapper checks that the SDK's wrapper that retries more error
+// codes works around a Retryer: the strategy retries what the SDK decided
+// to retry.
+func TestSDKWrapper(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	fake := newFake(func(string) []reply { return []reply{validation} })
+	client := newClient(t, fake, "", awsretry.WithStrategy(s))
+	require.NoError(t, get(t.Context(), client, "k", func(o *dynamodb.Options) {
+		o.Retryer = sdkretry.AddWithErrorCodes(o.Retryer, "ValidationException")
+	}))
+	assert.Equal(t, headers(2, retry.DefaultMaxAttempts), fake.seen("k"))
+}
+
 // TestOutOfOrder calls a Retryer, inside an operation stack with the
 // per-call middleware, in orders the SDK's retry middleware never uses,
 // and checks that each is refused with an error wrapping
