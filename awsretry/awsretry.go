@@ -29,6 +29,7 @@ package awsretry
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -105,7 +106,8 @@ type Retryer struct {
 
 var _ aws.RetryerV2 = (*Retryer)(nil)
 
-// An Option configures a Retryer.
+// An Option configures a Retryer, for New and WithStrategy. A nil Option
+// is an error.
 type Option func(*options)
 
 type options struct {
@@ -154,8 +156,8 @@ func ServiceScope(ctx context.Context) string {
 //		o.APIOptions = append(o.APIOptions, awsretry.AddMiddleware)
 //	})
 //
-// A nil s (or a nil or zero *retry.Standard or *retry.Adaptive), or a bad
-// option, is an error wrapping retry.ErrInvalidConfig.
+// A nil s (or a nil pointer, or a zero retry.Standard or retry.Adaptive),
+// or a bad option, is an error wrapping retry.ErrInvalidConfig.
 func New(s retry.RetryStrategy, opts ...Option) (*Retryer, error) {
 	o := options{classify: Classify, scope: ServiceScope}
 	for _, opt := range opts {
@@ -165,16 +167,20 @@ func New(s retry.RetryStrategy, opts ...Option) (*Retryer, error) {
 		}
 		opt(&o)
 	}
+	if s == nil {
+		return nil, configError("New", "a nil strategy", "a non-nil retry.RetryStrategy")
+	}
+	if v := reflect.ValueOf(s); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, configError("New", fmt.Sprintf("a nil %T", s), "a non-nil retry.RetryStrategy")
+	}
 	r := &Retryer{strategy: s, classify: o.classify, scope: o.scope}
 	if m, ok := s.(interface{ MaxAttempts() int }); ok {
 		r.maxAttempts = m.MaxAttempts()
 	}
 	switch s.(type) {
-	case nil:
-		return nil, configError("New", "a nil strategy", "a non-nil retry.RetryStrategy")
 	case *retry.Standard, *retry.Adaptive:
-		if r.maxAttempts < 1 { // what a nil or zero one reports
-			return nil, configError("New", fmt.Sprintf("a nil or zero %T", s), "a strategy made by retry.NewStandard or retry.NewAdaptive")
+		if r.maxAttempts < 1 { // what a zero one reports
+			return nil, configError("New", fmt.Sprintf("a zero %T", s), "a strategy made by retry.NewStandard or retry.NewAdaptive")
 		}
 	}
 	switch {

@@ -315,6 +315,18 @@ func TestRetryQuota(t *testing.T) {
 	})
 }
 
+// panicky is a strategy whose methods dereference their receiver.
+type panicky struct{ n int }
+
+func (p *panicky) AcquireInitialToken(context.Context, string) (retry.RetryToken, error) {
+	return nil, errors.New(fmt.Sprint(p.n))
+}
+func (p *panicky) RefreshRetryToken(context.Context, retry.RetryToken, error) (retry.RetryToken, error) {
+	return nil, errors.New(fmt.Sprint(p.n))
+}
+func (p *panicky) RecordSuccess(retry.RetryToken) error { return errors.New(fmt.Sprint(p.n)) }
+func (p *panicky) MaxAttempts() int                     { return p.n }
+
 // TestBadInput checks that every bad argument is an error wrapping
 // retry.ErrInvalidConfig that names what is wrong, and never a panic.
 func TestBadInput(t *testing.T) {
@@ -327,9 +339,10 @@ func TestBadInput(t *testing.T) {
 		want     string
 	}{
 		{"nil strategy", nil, nil, "awsretry.New = a nil strategy"},
-		{"nil *Standard", (*retry.Standard)(nil), nil, "a nil or zero *retry.Standard"},
-		{"zero Standard", &retry.Standard{}, nil, "a nil or zero *retry.Standard"},
-		{"zero Adaptive", &retry.Adaptive{}, nil, "a nil or zero *retry.Adaptive"},
+		{"nil *Standard", (*retry.Standard)(nil), nil, "a nil *retry.Standard"},
+		{"nil pointer", (*panicky)(nil), nil, "a nil *awsretry_test.panicky"},
+		{"zero Standard", &retry.Standard{}, nil, "a zero *retry.Standard"},
+		{"zero Adaptive", &retry.Adaptive{}, nil, "a zero *retry.Adaptive"},
 		{"nil option", s, []awsretry.Option{nil}, "awsretry.Option = nil"},
 		{"nil classifier", s, []awsretry.Option{awsretry.WithClassifier(nil)}, "awsretry.WithClassifier = nil"},
 		{"nil scope func", s, []awsretry.Option{awsretry.WithScopeFunc(nil)}, "awsretry.WithScopeFunc = nil"},
