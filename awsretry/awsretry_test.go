@@ -544,3 +544,50 @@ func TestOutOfOrder(t *testing.T) {
 		})
 	}
 }
+
+type outerKey struct{}
+
+// TestNestedCall makes a call from inside another call's attempt, with
+// the outer call's context, as the SDK does for endpoint discovery, and
+// checks that each call keeps its own state; and that an inner call whose
+// client lacks the middleware fails instead of taking the outer call's.
+func TestNestedCall(t *testing.T) {
+	for _, withMiddleware := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inner call with middleware: %v", withMiddleware), func(t *testing.T) {
+			s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+			require.NoError(t, err)
+			r, err := awsretry.New(s)
+			require.NoError(t, err)
+			fake := newFake(func(key string) []reply { return []reply{internal} })
+			var once sync.Once
+			var inner *dynamodb.Client
+			var innerErr error
+			probe := middleware.FinalizeMiddlewareFunc("probe", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				if ctx.Value(outerKey{}) != nil {
+					once.Do(func() { innerErr = get(context.WithValue(ctx, outerKey{}, nil), inner, "inner") })
+				}
+				return next.HandleFinalize(ctx, in)
+			})
+			inner = newClient(t, fake, "", config.WithRetryer(func() aws.Retryer { return r }))
+			if withMiddleware {
+				inner = newClient(t, fake, "", config.WithRetryer(func() aws.Retryer { return r }),
+					config.WithAPIOptions([]func(*middleware.Stack) error{awsretry.AddMiddleware}))
+			}
+			outer := newClient(t, fake, "", config.WithRetryer(func() aws.Retryer { return r }),
+				config.WithAPIOptions([]func(*middleware.Stack) error{
+					awsretry.AddMiddleware,
+					func(stack *middleware.Stack) error { return stack.Finalize.Insert(probe, "Retry", middleware.After) },
+				}))
+
+			require.NoError(t, get(context.WithValue(t.Context(), outerKey{}, true), outer, "outer"))
+			assert.Equal(t, headers(2, retry.DefaultMaxAttempts), fake.seen("outer"))
+			if withMiddleware {
+				require.NoError(t, innerErr)
+				assert.Equal(t, headers(2, retry.DefaultMaxAttempts), fake.seen("inner"))
+			} else {
+				assert.ErrorIs(t, innerErr, retry.ErrInvalidConfig)
+				assert.Empty(t, fake.seen("inner"))
+			}
+		})
+	}
+}

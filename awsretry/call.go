@@ -9,22 +9,23 @@ import (
 	"github.com/retrykit/retry"
 )
 
-// MiddlewareID is the ID of the middleware that AddMiddleware adds to the
+// middlewareID is the ID of the middleware that AddMiddleware adds to the
 // initialize step of an operation's stack.
-const MiddlewareID = "RetrykitCallState"
+const middlewareID = "RetrykitCallState"
 
 // AddMiddleware adds to stack the middleware that gives each operation
-// call the state a Retryer keeps for it; its signature is that of an
-// entry of the APIOptions of aws.Config and of the clients' Options.
-// Adding it twice to one stack adds it once. WithStrategy adds it; a
-// Retryer installed by hand needs it too.
+// call the state a Retryer keeps for it, as the first of the initialize
+// step, with the ID "RetrykitCallState". Its signature is that of an entry
+// of the APIOptions of aws.Config and of the clients' Options. Adding it
+// twice to one stack adds it once. WithStrategy adds it; a Retryer
+// installed by hand needs it too.
 //
 // The state lives in the call's context as a stack value, which the SDK
 // clears for every operation call, so that a call made inside another
 // (such as an endpoint discovery request) has its own. After the call, the
 // middleware ends what the SDK left open with the strategy (see Retryer).
 func AddMiddleware(stack *middleware.Stack) error {
-	if _, ok := stack.Initialize.Get(MiddlewareID); ok {
+	if _, ok := stack.Initialize.Get(middlewareID); ok {
 		return nil
 	}
 	return stack.Initialize.Add(callMiddleware{}, middleware.Before)
@@ -32,7 +33,7 @@ func AddMiddleware(stack *middleware.Stack) error {
 
 type callMiddleware struct{}
 
-func (callMiddleware) ID() string { return MiddlewareID }
+func (callMiddleware) ID() string { return middlewareID }
 
 func (callMiddleware) HandleInitialize(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
 	middleware.InitializeOutput, middleware.Metadata, error,
