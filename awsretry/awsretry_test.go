@@ -591,3 +591,58 @@ func TestNestedCall(t *testing.T) {
 		})
 	}
 }
+
+// cancelOnRetry is a Standard that cancels the call's context as soon as
+// it grants a retry, so that the SDK never makes the attempt.
+type cancelOnRetry struct {
+	*retry.Standard
+	cancel context.CancelFunc
+}
+
+func (c cancelOnRetry) RefreshRetryToken(ctx context.Context, tok retry.RetryToken, err error) (retry.RetryToken, error) {
+	next, err := c.Standard.RefreshRetryToken(ctx, tok, err)
+	c.cancel()
+	return next, err
+}
+
+// TestUnusedRetryToken checks that a retry token whose attempt the SDK
+// never makes is given back.
+func TestUnusedRetryToken(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	fake := newFake(func(string) []reply { return []reply{internal} })
+	client := newClient(t, fake, "", awsretry.WithStrategy(cancelOnRetry{s, cancel}))
+	err = get(ctx, client, "k")
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Len(t, fake.seen("k"), 1)
+	assert.Equal(t, float64(retry.DefaultMaxCapacity), available(t, s), "the retry's cost given back")
+}
+
+// TestDoWithSDKRetries checks what the README says of retry.Do around SDK
+// calls: with the SDK's retries left on, each attempt of retry.Do makes
+// three requests, nine in all; switched off, one each.
+func TestDoWithSDKRetries(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		opts     []func(*config.LoadOptions) error
+		requests int
+	}{
+		{"left on", nil, 9},
+		{"switched off", []func(*config.LoadOptions) error{config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} })}, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, err := retry.NewStandard(retry.WithClassifier(awsretry.Classify))
+				require.NoError(t, err)
+				fake := newFake(func(string) []reply {
+					return []reply{unavailable, unavailable, unavailable, unavailable, unavailable, unavailable, unavailable, unavailable, unavailable}
+				})
+				client := newClient(t, fake, "", tt.opts...)
+				err = retry.Run(t.Context(), func(ctx context.Context) error { return get(ctx, client, "k") }, retry.WithStrategy(s))
+				assert.ErrorIs(t, err, retry.ErrMaxAttemptsExceeded)
+				assert.Len(t, fake.seen("k"), tt.requests)
+			})
+		})
+	}
+}
