@@ -5,13 +5,15 @@
 // its clients stop retrying instead of turning the outage into a retry
 // storm.
 //
-// A [RetryStrategy] decides. Before the first attempt it issues a
-// [RetryToken]; after each failure it classifies the error (see [Classify])
-// and either refreshes the token, which says how long to wait before the
-// next attempt, or refuses with the reason; after a success it records
-// the outcome. [Do] and [Run] drive any strategy around a function;
-// [Transport] drives one around HTTP requests, and [Poll] waits for an
-// operation that finishes asynchronously.
+// A [RetryStrategy] decides, and waits. Before the first attempt it issues
+// a [RetryToken], once the attempt may go; after each failure it classifies
+// the error (see [Classify]) and either waits the backoff and returns the
+// token for the next attempt, or refuses with the reason; after a success
+// it records the outcome. Because the strategy does the waiting, any loop
+// that only acquires, attempts, refreshes and records, such as an SDK
+// middleware's, gets everything the strategy offers. [Do] and [Run] are
+// that loop around a function; [Transport] is that loop around HTTP
+// requests, and [Poll] waits for an operation that finishes asynchronously.
 //
 // [NewStandard] builds the standard mode: at most 3 attempts by default,
 // [ExponentialBackoff], and a [TokenBucket] retry quota per scope.
@@ -24,8 +26,9 @@
 //
 // Strategies, buckets, backoffs and limiters are safe for concurrent use
 // and meant to be shared: all per-call state lives in the tokens. They read
-// time only through a [Clock], so tests and simulations can run them on
-// virtual time.
+// time, and wait, only through a [Clock]: the default clock's timers are
+// virtual inside a testing/synctest bubble, and a simulation drives the
+// non-blocking methods of [Standard] and [Adaptive] on a clock of its own.
 package retry
 
 import (
@@ -242,6 +245,9 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		case ctx.Err() != nil:
 			// The caller's context ended: never retry.
 			return zero, &Error{Attempts: attempts, Err: err, Reason: contextReason(ctx)}
+		case pastDeadline(ctx):
+			// Its deadline has passed, though its timer has not fired yet.
+			return zero, &Error{Attempts: attempts, Err: err, Reason: context.DeadlineExceeded}
 		case tokenErr != nil:
 			return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
 		}
@@ -287,6 +293,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func tooSoon(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
 	return ok && d > 0 && time.Until(deadline) <= d
+}
+
+// pastDeadline reports whether ctx's deadline has passed by the clock,
+// which can be so a moment before ctx's own timer ends it.
+func pastDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // contextReason returns ctx's error, with its cause if that says more.
