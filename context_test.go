@@ -162,5 +162,5 @@ func ExampleContextWithStrategy() {
 	ctx := retry.ContextWithStrategy(context.Background(), strategy)
 	_, err = fetch(ctx)
 	fmt.Println(err)
-	// Output: retry: max attempts exceeded: 3 allowed (after 3 attempts): not found
+	// Output: retry: max attempts exceeded (after 3 attempts): not found
 }

@@ -40,7 +40,7 @@ func ExampleClock() {
 	// attempt at 00:00:00
 	// attempt at 00:00:01
 	// attempt at 00:00:02
-	// retry: max attempts exceeded: 3 allowed (after 3 attempts): unavailable
+	// retry: max attempts exceeded (after 3 attempts): unavailable
 }
 
 // Drive a call whose waits are not known in advance (jittered backoff):
