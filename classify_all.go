@@ -11,7 +11,7 @@ package retry
 // So these are still not retried:
 //
 //   - errors marked Permanent, and any error whose RetryInfo reports
-//     SafetyNo;
+//     SafetyNo or whose RetryableError method reports false;
 //   - context.Canceled and context.DeadlineExceeded: the caller gave up
 //     (to retry a timeout of your own, mark it with TimedOut, or bound
 //     each attempt with WithAttemptTimeout);

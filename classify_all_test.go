@@ -123,3 +123,13 @@ func ExampleClassifyAll() {
 	// done <nil> 3
 	// retry: error is not retryable (after 1 attempt): invalid input
 }
+
+// notRetryable is marked as the AWS SDK for Go marks errors.
+type notRetryable struct{}
+
+func (notRetryable) Error() string        { return "clock skew" }
+func (notRetryable) RetryableError() bool { return false }
+
+func TestClassifyAllKeepsSDKMarks(t *testing.T) {
+	assert.Equal(t, retry.SafetyNo, retry.ClassifyAll(fmt.Errorf("sign: %w", notRetryable{})).Safety)
+}
