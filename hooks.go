@@ -93,13 +93,13 @@ func (e *engine) emit(ev Event) {
 //
 // Each record has the attributes scope (omitted for the default scope ""),
 // attempt (the number of the attempt about to be made, or, for successes
-// and give-ups, of the last one made), delay (the wait before the attempt),
-// error (the failed attempt's error), throttle, timeout and retry_after
-// (only when the strategy classified the error so), and reason (why there
-// is no further attempt). Durations are logged as strings such as "1.5s" or
-// "2.405ms", rounded to the microsecond below a second and to the
-// millisecond above, so that every handler, JSON included, prints them
-// readably.
+// and give-ups, of the last one made), delay (the wait before a retry, or
+// before a first attempt that waits), error (the failed attempt's error),
+// throttle, timeout and retry_after (only when the strategy classified the
+// error so), and reason (why there is no further attempt). Durations are
+// logged as strings such as "1.5s" or "2.405ms", rounded to the
+// millisecond from a second up and to the microsecond from a millisecond
+// up, so that every handler, JSON included, prints them readably.
 //
 // A nil l logs to slog.Default(), as it is when the event happens. Records
 // carry no context and are skipped cheaply when l's handler does not log
