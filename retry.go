@@ -94,6 +94,7 @@ const (
 )
 
 // WithStrategy sets the strategy that decides on retries (default: the
+// one ContextWithStrategy put in the call's context, else the
 // process-wide DefaultStrategy). Valid: non-nil.
 func WithStrategy(s RetryStrategy) DoOption {
 	return DoOption{kind: doStrategy, strategy: s}
@@ -150,9 +151,10 @@ func badDoOption(o DoOption) error {
 }
 
 // DefaultStrategy returns the strategy Do, Run and Transport use when none
-// is given: a Standard with default settings, shared by the whole process,
-// so its retry quota is shared too. Give a strategy of your own to separate
-// quotas or change settings.
+// is given, neither by an option nor by the context (ContextWithStrategy):
+// a Standard with default settings, shared by the whole process, so its
+// retry quota is shared too. Give a strategy of your own to separate quotas
+// or change settings.
 func DefaultStrategy() *Standard { return defaultStrategy }
 
 var defaultStrategy = func() *Standard {
@@ -212,7 +214,7 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		return zero, &Error{Reason: contextReason(ctx)}
 	}
 	if cfg.strategy == nil {
-		cfg.strategy = DefaultStrategy()
+		cfg.strategy = StrategyFromContext(ctx)
 	}
 
 	var c cursor
