@@ -866,3 +866,18 @@ func TestTransportReturnsLargeFailedBodyIntact(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, body, readBody(t, resp), "the last response, all of its body")
 }
+
+func TestTransportStrategyFromContext(t *testing.T) {
+	s := &recorder{max: 2}
+	base := roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		resp, _ := response(200, "ok")
+		return resp, nil
+	})
+	req, err := http.NewRequestWithContext(retry.ContextWithStrategy(t.Context(), s), http.MethodGet, "http://example.test/", nil)
+	require.NoError(t, err)
+	resp, err := (&retry.Transport{Base: base}).RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, []string{"example.test"}, s.scopes, "a Transport without a Strategy uses the context's")
+	assert.Equal(t, 1, s.successes)
+}

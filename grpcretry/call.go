@@ -42,7 +42,7 @@ func (cfg *config) start(ctx context.Context, method string, cc *grpc.ClientConn
 	}
 	c := &call{ctx: ctx, s: cfg.strategy, classify: cfg.classifier}
 	if c.s == nil {
-		c.s = retry.DefaultStrategy()
+		c.s = retry.StrategyFromContext(ctx)
 	}
 	if c.classify == nil {
 		c.classify = Classify

@@ -11,7 +11,9 @@
 //		grpc.WithDisableRetry(), // the strategy retries, not gRPC
 //	)
 //
-// By default they use retry.DefaultStrategy(), with one scope (retry quota
+// By default they use the strategy of the call's context
+// (retry.StrategyFromContext: retry.DefaultStrategy() unless a test set
+// its own with retry.ContextWithStrategy), with one scope (retry quota
 // and rate limiter) per connection target, and retry UNAVAILABLE,
 // RESOURCE_EXHAUSTED (as throttling) and DEADLINE_EXCEEDED (as a timeout)
 // (see Classify). Options change this for every call or, passed as

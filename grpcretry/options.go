@@ -46,8 +46,9 @@ const (
 type ScopeFunc func(ctx context.Context, method string, cc *grpc.ClientConn) string
 
 // WithStrategy sets the strategy that decides on retries, and turns
-// retries back on after Disable. Default: retry.DefaultStrategy(), shared
-// by the whole process. Valid: non-nil.
+// retries back on after Disable. Default: retry.StrategyFromContext of the
+// call's context, which is retry.DefaultStrategy(), shared by the whole
+// process, unless retry.ContextWithStrategy set another. Valid: non-nil.
 //
 // The strategy's classifier must honour retry.RetryInfo, as retry.Classify
 // (the default) does: that is how it learns what the interceptor's
