@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"unicode/utf8"
 )
 
 // The environment variables FromEnvironment reads. The shared config file
@@ -39,7 +40,7 @@ func (m retryMode) String() string {
 const validModes = "standard, adaptive or legacy (in any case)"
 
 // validMaxAttempts describes the values max attempts may take, for errors.
-var validMaxAttempts = fmt.Sprintf("a decimal integer from 1 to %d (1 means no retries)", math.MaxInt)
+var validMaxAttempts = fmt.Sprintf("a decimal integer from 1 to %d (1 means no retries), without spaces", math.MaxInt)
 
 // environment is what the environment and the shared config file select.
 type environment struct {
@@ -66,7 +67,14 @@ type environment struct {
 //   - AWS_MAX_ATTEMPTS, or max_attempts in the file: the number of
 //     attempts, the first included, as WithMaxAttempts. A decimal integer
 //     of 1 or more; there is no other upper bound than the int range.
-//     Unset, it is DefaultMaxAttempts in every mode, legacy included.
+//     Unset, it is DefaultMaxAttempts in every mode, legacy included. The
+//     syntax is that of the AWS SDKs for Go and Java (strconv.ParseInt in
+//     base 10, Integer.parseInt), in both places: ASCII digits, with an
+//     optional leading '+' ("+3" is 3, as botocore reads it too), and no
+//     spaces, underscores, fraction or base prefix (" 3" and "0x10" are
+//     errors). The file's format drops the blanks around a value, so
+//     "max_attempts = 3 " is 3; the environment's values are taken as
+//     they are (botocore alone would also accept " 3").
 //   - AWS_NEW_RETRIES_2026: "true" selects ProfileAWS2026 for standard and
 //     adaptive mode; "false" changes nothing. Either in any case. It does
 //     not apply to legacy mode, which keeps ProfileLegacy: legacy is the
@@ -81,8 +89,12 @@ type environment struct {
 // "[default]" or "[profile NAME]" section. A missing file, a file without
 // the profile's section, and a profile without these keys are not errors:
 // the profile may live in the credentials file only, and the settings have
-// defaults. The file is read at each call; build the strategy once and
-// share it.
+// defaults. The null device (AWS_CONFIG_FILE=/dev/null) counts as an empty
+// file. Only a regular file of at most 16 MiB is read: anything else (a
+// directory, a named pipe, a device) or a larger file is an error, and a
+// named pipe is not opened, so FromEnvironment never blocks on one. The
+// file is read at each call, in time proportional to its size; build the
+// strategy once and share it.
 //
 // Precedence, for each setting: opts over the environment, the environment
 // over the file, the file over the defaults. The strategy's type comes only
@@ -103,9 +115,10 @@ type environment struct {
 // override goes away. Errors wrap ErrInvalidConfig and name where the bad
 // value came from: the variable (`AWS_MAX_ATTEMPTS = "three", want ...`),
 // or the file and line (`shared config /home/u/.aws/config:7: max_attempts
-// = "0", want ...`), as do malformed lines of the file. A bad option in
-// opts is reported as NewStandard and NewAdaptive report it, and a nil
-// option is an error.
+// = "0", want ...`), as do malformed lines of the file. They quote at most
+// the first 48 bytes of a long value or line, followed by its length
+// (`"3\n4\n4..."... (100001 bytes)`). A bad option in opts is reported as
+// NewStandard and NewAdaptive report it, and a nil option is an error.
 //
 // FromEnvironment reads the process environment with os.LookupEnv and the
 // home directory with os.UserHomeDir. FromEnvironmentLookup reads the same
@@ -248,14 +261,14 @@ func readEnvironment(lookup func(string) (string, bool), homeDir func() (string,
 	if v, ok := lookup(envRetryMode); ok && v != "" {
 		m, ok := parseRetryMode(v)
 		if !ok {
-			return env, configError(envRetryMode, strconv.Quote(v), validModes)
+			return env, configError(envRetryMode, quoteExcerpt(v), validModes)
 		}
 		env.mode, env.modeSource = m, envRetryMode
 	}
 	if v, ok := lookup(envMaxAttempts); ok && v != "" {
 		n, ok := parseMaxAttempts(v)
 		if !ok {
-			return env, configError(envMaxAttempts, strconv.Quote(v), validMaxAttempts)
+			return env, configError(envMaxAttempts, quoteExcerpt(v), validMaxAttempts)
 		}
 		env.maxAttempts = n
 	}
@@ -265,7 +278,7 @@ func readEnvironment(lookup func(string) (string, bool), homeDir func() (string,
 			env.newRetries = true
 		case equalFoldASCII(v, "false"):
 		default:
-			return env, configError(envNewRetries, strconv.Quote(v), "true or false (in any case)")
+			return env, configError(envNewRetries, quoteExcerpt(v), "true or false (in any case)")
 		}
 	}
 	return env, nil
@@ -274,7 +287,25 @@ func readEnvironment(lookup func(string) (string, bool), homeDir func() (string,
 // fileValueError reports a bad value of key read from the shared config
 // file at s.
 func fileValueError(s sharedSetting, key, valid string) error {
-	return configError(fmt.Sprintf("shared config %s: %s", s.location(), key), strconv.Quote(s.value), valid)
+	return configError(fmt.Sprintf("shared config %s: %s", s.location(), key), quoteExcerpt(s.value), valid)
+}
+
+// excerptBytes is how much of a long value or line errors quote.
+const excerptBytes = 48
+
+// quoteExcerpt returns s quoted as strconv.Quote quotes it if it is short.
+// A longer s is cut, at a character boundary, to its first excerptBytes
+// bytes or less, quoted, and followed by "..." and its length in bytes,
+// so that an error message stays short whatever the value.
+func quoteExcerpt(s string) string {
+	if len(s) <= excerptBytes+16 {
+		return strconv.Quote(s)
+	}
+	cut := excerptBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 // parseRetryMode returns the mode v names, in any case.
@@ -288,7 +319,8 @@ func parseRetryMode(v string) (retryMode, bool) {
 }
 
 // parseMaxAttempts returns the number of attempts v gives, a decimal
-// integer of 1 or more.
+// integer of 1 or more, in the syntax of strconv.Atoi: an optional sign,
+// then ASCII digits.
 func parseMaxAttempts(v string) (int, bool) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {

@@ -112,6 +112,9 @@ func TestFromEnvironmentLookup(t *testing.T) {
 		{name: "file profile default section", file: "[profile default]\nmax_attempts = 4\n", want: configured{"standard", 4, "standard"}},
 		{name: "file mode in any case", file: "[default]\nretry_mode = Adaptive\n", want: configured{"adaptive", 3, "standard"}},
 		{name: "file inline comment", file: "[default]\nmax_attempts = 6 ; six\n", want: configured{"standard", 6, "standard"}},
+		{name: "file max attempts with plus sign", file: "[default]\nmax_attempts = +5\n", want: configured{"standard", 5, "standard"}},
+		{name: "file max attempts with leading zeros", file: "[default]\nmax_attempts = 007\n", want: configured{"standard", 7, "standard"}},
+		{name: "file null device", env: map[string]string{"AWS_CONFIG_FILE": os.DevNull}, want: configured{"standard", 3, "standard"}},
 		{name: "file bad values in other profiles are not read", file: "[profile other]\nmax_attempts = 0\nretry_mode = fast\n[default]\nmax_attempts = 2\n", want: configured{"standard", 2, "standard"}},
 		{name: "file missing", env: map[string]string{"AWS_CONFIG_FILE": "/nonexistent/retrykit/config"}, want: configured{"standard", 3, "standard"}},
 
@@ -261,7 +264,12 @@ func TestFromEnvironmentLookupErrors(t *testing.T) {
 		{name: "max attempts overflow", env: map[string]string{"AWS_MAX_ATTEMPTS": "99999999999999999999"}, want: []string{`AWS_MAX_ATTEMPTS = "99999999999999999999"`}},
 		{name: "max attempts fraction", env: map[string]string{"AWS_MAX_ATTEMPTS": "3.0"}, want: []string{`AWS_MAX_ATTEMPTS = "3.0"`}},
 		{name: "max attempts hex", env: map[string]string{"AWS_MAX_ATTEMPTS": "0x10"}, want: []string{`AWS_MAX_ATTEMPTS = "0x10"`}},
-		{name: "max attempts with spaces", env: map[string]string{"AWS_MAX_ATTEMPTS": "3 "}, want: []string{`AWS_MAX_ATTEMPTS = "3 "`}},
+		{name: "max attempts with spaces", env: map[string]string{"AWS_MAX_ATTEMPTS": "3 "}, want: []string{`AWS_MAX_ATTEMPTS = "3 "`, "without spaces"}},
+		{name: "max attempts with a leading space", env: map[string]string{"AWS_MAX_ATTEMPTS": " 3"}, want: []string{`AWS_MAX_ATTEMPTS = " 3"`, "without spaces"}},
+		{name: "max attempts with a space after the sign", env: map[string]string{"AWS_MAX_ATTEMPTS": "+ 3"}, want: []string{`AWS_MAX_ATTEMPTS = "+ 3"`}},
+		{name: "max attempts +0", env: map[string]string{"AWS_MAX_ATTEMPTS": "+0"}, want: []string{`AWS_MAX_ATTEMPTS = "+0"`}},
+		{name: "max attempts with underscores", env: map[string]string{"AWS_MAX_ATTEMPTS": "1_0"}, want: []string{`AWS_MAX_ATTEMPTS = "1_0"`}},
+		{name: "max attempts long", env: map[string]string{"AWS_MAX_ATTEMPTS": strings.Repeat("9", 100_000)}, want: []string{`AWS_MAX_ATTEMPTS = "999`, "... (100000 bytes)"}},
 		{name: "new retries yes", env: map[string]string{"AWS_NEW_RETRIES_2026": "yes"}, want: []string{`AWS_NEW_RETRIES_2026 = "yes"`, "true or false"}},
 		{name: "new retries 1", env: map[string]string{"AWS_NEW_RETRIES_2026": "1"}, want: []string{`AWS_NEW_RETRIES_2026 = "1"`}},
 		{name: "new retries with legacy", env: map[string]string{"AWS_NEW_RETRIES_2026": "on", "AWS_RETRY_MODE": "legacy"}, want: []string{`AWS_NEW_RETRIES_2026 = "on"`}},
@@ -271,6 +279,8 @@ func TestFromEnvironmentLookupErrors(t *testing.T) {
 		{name: "file max attempts word", file: "[default]\nmax_attempts = three\n", want: []string{filePath + ":2: max_attempts", `"three"`}},
 		{name: "file max attempts empty", file: "[default]\nmax_attempts =\n", want: []string{filePath + ":2: max_attempts", `""`}},
 		{name: "file max attempts continued", file: "[default]\nmax_attempts = 3\n  4\n", want: []string{filePath + ":2: max_attempts", `"3\n4"`}},
+		{name: "file max attempts continued long", file: "[default]\nmax_attempts = 3\n" + strings.Repeat("  4\n", 50_000), want: []string{filePath + ":2: max_attempts", `"3\n4\n4`, "... (100001 bytes)"}},
+		{name: "file max attempts 0x10", file: "[default]\nmax_attempts = 0x10\n", want: []string{filePath + ":2: max_attempts", `"0x10"`}},
 		{name: "file mode unknown", file: "[default]\nretry_mode = fast\n", want: []string{filePath + ":2: retry_mode", `"fast"`}},
 		{name: "file profile dev", env: map[string]string{"AWS_PROFILE": "dev"}, file: "[default]\n[profile dev]\nretry_mode = nope\n", want: []string{filePath + ":3: retry_mode"}},
 		{name: "file malformed", file: "[default]\nmax_attempts = 3\nthis is not a setting\n", want: []string{filePath + ":3"}},
@@ -323,6 +333,7 @@ func TestFromEnvironmentLookupErrors(t *testing.T) {
 			for _, w := range tt.want {
 				require.Contains(t, err.Error(), strings.ReplaceAll(w, filePath, path))
 			}
+			require.LessOrEqual(t, len(err.Error()), 400+len(path), "error message length")
 		})
 	}
 }
@@ -410,4 +421,26 @@ func FuzzFromEnvironment(f *testing.F) {
 			t.Fatalf("AWS_RETRY_MODE = %q built a %s strategy", mode, got.Type)
 		}
 	})
+}
+
+// TestWithMaxScopesBound: WithMaxScopes takes 1 to MaxMaxScopes; beyond
+// that, memory would grow with every scope string a caller sends.
+func TestWithMaxScopesBound(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, retry.DefaultMaxScopes, retry.MaxMaxScopes} {
+		_, err := retry.NewStandard(retry.WithMaxScopes(n))
+		require.NoError(t, err, "WithMaxScopes(%d)", n)
+		_, err = retry.NewAdaptive(retry.WithMaxScopes(n))
+		require.NoError(t, err, "WithMaxScopes(%d)", n)
+	}
+	for _, n := range []int{math.MinInt, -1, 0, retry.MaxMaxScopes + 1, 1 << 30, math.MaxInt} {
+		s, err := retry.NewStandard(retry.WithMaxScopes(n))
+		require.True(t, s == nil)
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+		require.ErrorContains(t, err, "WithMaxScopes = "+strconv.Itoa(n))
+		require.ErrorContains(t, err, "from 1 to "+strconv.Itoa(retry.MaxMaxScopes))
+		a, err := retry.NewAdaptive(retry.WithMaxScopes(n))
+		require.True(t, a == nil)
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	}
 }

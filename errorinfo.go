@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -106,15 +105,20 @@ func (c Classification) Retryable() bool { return c.Safety == SafetyYes }
 type Classifier func(err error) Classification
 
 // Classify is the default Classifier. A strategy does not retry SafetyMaybe,
-// so Classify resolves as much as it can, looking at the whole error chain
-// (through Unwrap() error and Unwrap() []error) in this order:
+// so Classify resolves as much as it can. It looks at the error and its
+// chain (through Unwrap() error and Unwrap() []error, depth first, in the
+// order errors.Is and errors.As search), and the first of these steps that
+// decides, decides:
 //
-//  1. RetryInfo: the first non-maybe safety found decides; throttle and
-//     timeout flags from any RetryInfo count; the first non-zero RetryAfter
-//     is the hint. The marking helpers (Transient, Permanent, Throttled,
-//     TimedOut, WithRetryAfter) provide it.
+//  1. Retry markers, in chain order: the first RetryInfo, or error with a
+//     RetryableError() bool method, that gives a safety decides it.
+//     RetryableError is the marker of the AWS SDK for Go (its clock-skew
+//     error carries it): true is SafetyYes, false is SafetyNo. The throttle
+//     and timeout flags of every RetryInfo count, and the first non-zero
+//     RetryAfter is the hint. The marking helpers (Transient, Permanent,
+//     Throttled, TimedOut, WithRetryAfter) provide RetryInfo.
 //  2. ErrorInfo: the first fault found; a server fault is retried and a
-//     client fault is not, unless RetryInfo already decided.
+//     client fault is not.
 //  3. Cancellation: context.Canceled and context.DeadlineExceeded are never
 //     retried. They belong to the caller; a per-attempt timeout set with
 //     WithAttemptTimeout is marked with TimedOut and so is retried.
@@ -127,20 +131,46 @@ type Classifier func(err error) Classification
 //     are throttles; 500, 502, 503 and 504 are transient; 408 is a timeout;
 //     any other 4xx is a client fault and any other 5xx a server fault, and
 //     neither is retried.
-//  6. The network: TLS certificate errors are not retried; a DNS "no such
-//     host" is not retried but a temporary or timed-out DNS failure is;
-//     connection refused, reset and aborted, broken pipes and unexpected
-//     EOFs are retried; any error with a Timeout() bool method that reports
-//     true is retried as a timeout.
+//  6. Errors that no retry can mend: TLS certificate errors, and a DNS
+//     failure that is neither temporary nor a timeout ("no such host"), are
+//     not retried, even inside the connection failures of step 7.
+//  7. Failures to reach the service, or to get its response, which the AWS
+//     SDKs retry and which are retried with FaultOther: connection refused,
+//     reset and aborted (ECONNREFUSED, ECONNRESET, ECONNABORTED), broken
+//     pipes (EPIPE), io.ErrUnexpectedEOF, net.ErrClosed (a connection closed
+//     under the request, as when a server resets it during an upload), a
+//     temporary or timed-out DNS failure, any dial failure (a *net.OpError
+//     whose Op is "dial": nothing was sent), and any error with a
+//     ConnectionError() bool method that reports true (as smithy-go's
+//     RequestSendError, an error sending the request, does).
+//  8. Timeouts: an error anywhere in the chain with a Timeout() bool method
+//     that reports true. The attempt is retried, and marked as a timeout
+//     (Timeout also marks a failure of step 7 that timed out). Every error
+//     of the chain is asked, as *net.OpError and *url.Error look only one
+//     level down: a timeout under fmt.Errorf inside them counts.
 //
-// What none of these recognise stays SafetyMaybe, and is not retried.
+// Temporary() bool is not consulted: net.Error deprecated it because
+// "temporary" is not well defined, and the standard library's temporary
+// errors that are safe to retry are the timeouts, resets, aborts and
+// temporary DNS failures above, or happen while dialling. An error that
+// knows it may be retried should say so with RetryInfo, RetryableError or
+// ConnectionError. Classify knows nothing of the request: whether a
+// request that may have reached the service can be sent again is the
+// caller's to decide (Transport retries only idempotent requests).
+//
+// Classify looks at no more than the first 100 errors of a chain, so that
+// an error whose Unwrap leads back to itself, directly or through others,
+// cannot keep it from returning. What none of these steps recognise stays
+// SafetyMaybe, and is not retried.
 func Classify(err error) Classification {
 	var c Classification
 	if err == nil {
 		return c
 	}
+	var buf [16]error
+	errs := appendChain(buf[:0], err)
 
-	walk(err, func(e error) {
+	for _, e := range errs {
 		if ri, ok := e.(RetryInfo); ok {
 			if c.Safety == SafetyMaybe {
 				c.Safety = ri.RetrySafety()
@@ -151,10 +181,16 @@ func Classify(err error) Classification {
 				c.RetryAfter = max(ri.RetryAfter(), 0)
 			}
 		}
+		if r, ok := e.(interface{ RetryableError() bool }); ok && c.Safety == SafetyMaybe {
+			c.Safety = SafetyNo
+			if r.RetryableError() {
+				c.Safety = SafetyYes
+			}
+		}
 		if ei, ok := e.(ErrorInfo); ok && c.Fault == FaultUnknown {
 			c.Fault = ei.Fault()
 		}
-	})
+	}
 	if c.Safety == SafetyMaybe {
 		switch c.Fault {
 		case FaultServer:
@@ -167,33 +203,83 @@ func Classify(err error) Classification {
 		return c
 	}
 
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if chainIs(errs, context.Canceled) || chainIs(errs, context.DeadlineExceeded) {
 		c.Safety = SafetyNo
 		return c
 	}
-	if !classifyCode(err, &c) && !classifyStatus(err, &c) {
-		classifyNetwork(err, &c)
+	if !classifyCode(errs, &c) && !classifyStatus(errs, &c) {
+		classifyNetwork(errs, &c)
 	}
 	return c
 }
 
-// walk calls visit for err and every error in its chain, depth first, in
-// the order errors.As searches.
-func walk(err error, visit func(error)) {
-	for err != nil {
-		visit(err)
+// maxChain is how many errors of a chain Classify looks at, at most: far
+// more than real chains hold, and few enough that a chain that never ends
+// costs little.
+const maxChain = 100
+
+// appendChain appends err and the errors of its chain to dst, in the order
+// errors.Is and errors.As visit them, until dst holds maxChain errors.
+func appendChain(dst []error, err error) []error {
+	for err != nil && len(dst) < maxChain {
+		dst = append(dst, err)
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
-				walk(e, visit)
+				if len(dst) >= maxChain {
+					break
+				}
+				dst = appendChain(dst, e)
 			}
-			return
+			return dst
 		default:
-			return
+			return dst
 		}
 	}
+	return dst
+}
+
+// chainIs reports whether an error of errs is target, as errors.Is tells
+// for each error of a chain. target must be of a comparable type.
+func chainIs(errs []error, target error) bool {
+	for _, e := range errs {
+		if e == target {
+			return true
+		}
+		if x, ok := e.(interface{ Is(error) bool }); ok && x.Is(target) {
+			return true
+		}
+	}
+	return false
+}
+
+// chainAs returns the first error of errs that is a T, as errors.As finds
+// it.
+func chainAs[T any](errs []error) (T, bool) {
+	for _, e := range errs {
+		if t, ok := as[T](e); ok {
+			return t, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// as returns e as a T if it is one, or if it says it can be one with an As
+// method, as errors.As tells for each error of a chain.
+func as[T any](e error) (T, bool) {
+	if t, ok := e.(T); ok {
+		return t, true
+	}
+	if x, ok := e.(interface{ As(any) bool }); ok {
+		if p := new(T); x.As(p) {
+			return *p, true
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 // throttlingCodes are the service error codes the AWS SDKs treat as
@@ -230,9 +316,9 @@ func IsThrottlingCode(code string) bool { return throttlingCodes[code] }
 // the AWS SDKs treat as transient.
 func IsTransientCode(code string) bool { return transientCodes[code] }
 
-func classifyCode(err error, c *Classification) bool {
-	var coded interface{ ErrorCode() string }
-	if !errors.As(err, &coded) {
+func classifyCode(errs []error, c *Classification) bool {
+	coded, ok := chainAs[interface{ ErrorCode() string }](errs)
+	if !ok {
 		return false
 	}
 	switch code := coded.ErrorCode(); {
@@ -280,9 +366,9 @@ func ClassifyStatus(code int) Classification {
 	return c
 }
 
-func classifyStatus(err error, c *Classification) bool {
-	var st interface{ HTTPStatusCode() int }
-	if !errors.As(err, &st) {
+func classifyStatus(errs []error, c *Classification) bool {
+	st, ok := chainAs[interface{ HTTPStatusCode() int }](errs)
+	if !ok {
 		return false
 	}
 	s := ClassifyStatus(st.HTTPStatusCode())
@@ -298,21 +384,12 @@ func classifyStatus(err error, c *Classification) bool {
 	return true
 }
 
-func classifyNetwork(err error, c *Classification) bool {
-	var (
-		unknownCA x509.UnknownAuthorityError // crypto/x509 returns it as a value
-		caPointer *x509.UnknownAuthorityError
-		invalid   x509.CertificateInvalidError
-		hostname  x509.HostnameError
-		verify    *tls.CertificateVerificationError
-		dns       *net.DNSError
-	)
-	switch {
-	case errors.As(err, &unknownCA), errors.As(err, &caPointer), errors.As(err, &invalid),
-		errors.As(err, &hostname), errors.As(err, &verify):
+func classifyNetwork(errs []error, c *Classification) {
+	if certificateError(errs) {
 		c.Safety, c.Fault = SafetyNo, FaultOther
-		return true
-	case errors.As(err, &dns):
+		return
+	}
+	if dns, ok := chainAs[*net.DNSError](errs); ok {
 		c.Fault = FaultOther
 		switch {
 		case dns.IsTimeout:
@@ -322,17 +399,53 @@ func classifyNetwork(err error, c *Classification) bool {
 		default:
 			c.Safety = SafetyNo
 		}
-		return true
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.ErrUnexpectedEOF):
-		c.Safety, c.Fault = SafetyYes, FaultOther
-		return true
+		return
 	}
-	var to interface{ Timeout() bool }
-	if errors.As(err, &to) && to.Timeout() {
-		c.Safety, c.Timeout, c.Fault = SafetyYes, true, FaultOther
-		return true
+	timeout := false
+	for _, e := range errs {
+		if t, ok := e.(interface{ Timeout() bool }); ok && t.Timeout() {
+			timeout = true
+			break
+		}
+	}
+	if timeout || connectionFailure(errs) {
+		c.Safety, c.Fault = SafetyYes, FaultOther
+		c.Timeout = c.Timeout || timeout
+	}
+}
+
+// certificateError reports whether errs holds a TLS certificate error.
+func certificateError(errs []error) bool {
+	_, unknownCA := chainAs[x509.UnknownAuthorityError](errs) // crypto/x509 returns it as a value
+	_, caPointer := chainAs[*x509.UnknownAuthorityError](errs)
+	_, invalid := chainAs[x509.CertificateInvalidError](errs)
+	_, hostname := chainAs[x509.HostnameError](errs)
+	_, verify := chainAs[*tls.CertificateVerificationError](errs)
+	return unknownCA || caPointer || invalid || hostname || verify
+}
+
+// connectionErrors are the errors of a failed connection that Classify
+// retries wherever they are in a chain.
+var connectionErrors = []error{
+	syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
+	io.ErrUnexpectedEOF, net.ErrClosed,
+}
+
+// connectionFailure reports whether errs holds a failure to reach the
+// service or to get its response, of the kinds Classify retries.
+func connectionFailure(errs []error) bool {
+	for _, target := range connectionErrors {
+		if chainIs(errs, target) {
+			return true
+		}
+	}
+	for _, e := range errs {
+		if op, ok := as[*net.OpError](e); ok && op.Op == "dial" {
+			return true
+		}
+		if ce, ok := e.(interface{ ConnectionError() bool }); ok && ce.ConnectionError() {
+			return true
+		}
 	}
 	return false
 }

@@ -513,3 +513,182 @@ func TestClassificationRetryable(t *testing.T) {
 		"only Safety decides")
 	assert.True(t, retry.Classification{Safety: retry.SafetyYes, Fault: retry.FaultClient}.Retryable())
 }
+
+// connectionError reports whether it is a failure to send the request, as
+// smithy-go's RequestSendError does.
+type connectionError struct {
+	conn bool
+	err  error
+}
+
+func (e *connectionError) Error() string         { return fmt.Sprintf("send request: %v", e.err) }
+func (e *connectionError) Unwrap() error         { return e.err }
+func (e *connectionError) ConnectionError() bool { return e.conn }
+
+// retryableError carries the AWS SDK for Go's own retry marker.
+type retryableError struct {
+	retryable bool
+	err       error
+}
+
+func (e *retryableError) Error() string        { return fmt.Sprintf("retryable %t: %v", e.retryable, e.err) }
+func (e *retryableError) Unwrap() error        { return e.err }
+func (e *retryableError) RetryableError() bool { return e.retryable }
+
+// temporaryError reports Temporary() true and nothing else.
+type temporaryError struct{}
+
+func (temporaryError) Error() string   { return "temporary" }
+func (temporaryError) Timeout() bool   { return false }
+func (temporaryError) Temporary() bool { return true }
+
+// TestClassifyConnectionFailures: the failures that happen before or while
+// a request is sent, which the AWS SDK for Go retries, are safe to retry.
+func TestClassifyConnectionFailures(t *testing.T) {
+	var (
+		network = retry.Classification{Safety: retry.SafetyYes, Fault: retry.FaultOther}
+		netTime = retry.Classification{Safety: retry.SafetyYes, Timeout: true, Fault: retry.FaultOther}
+		netNo   = retry.Classification{Safety: retry.SafetyNo, Fault: retry.FaultOther}
+		no      = retry.Classification{Safety: retry.SafetyNo}
+		yes     = retry.Classification{Safety: retry.SafetyYes}
+		maybe   = retry.Classification{}
+		dialErr = func(err error) error { return &net.OpError{Op: "dial", Net: "tcp", Err: err} }
+		readErr = func(err error) error { return &net.OpError{Op: "read", Net: "tcp", Err: err} }
+		timeout = timeoutError{timeout: true}
+		certErr = &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
+		notHost = &net.DNSError{Err: "no such host", Name: "nx.example", IsNotFound: true}
+	)
+	tests := []struct {
+		name string
+		err  error
+		want retry.Classification
+	}{
+		// net.ErrClosed: the connection was closed under the request, as
+		// when the server resets it during an upload.
+		{"net.ErrClosed", net.ErrClosed, network},
+		{"net.ErrClosed in a write", &net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed}, network},
+		{"net.ErrClosed in *url.Error", urlError(fmt.Errorf("upload: %w", readErr(net.ErrClosed))), network},
+
+		// Any dial failure: nothing was sent.
+		{"dial: host unreachable", dialErr(os.NewSyscallError("connect", syscall.EHOSTUNREACH)), network},
+		{"dial: network unreachable in *url.Error", urlError(dialErr(os.NewSyscallError("connect", syscall.ENETUNREACH))), network},
+		{"dial: any error", dialErr(errBase), network},
+		{"dial: timeout", dialErr(timeout), netTime},
+		{"dial: DNS no such host is still not retried", dialErr(notHost), netNo},
+		{"dial: canceled is still not retried", dialErr(context.Canceled), no},
+		{"read: host unreachable is not a dial", readErr(os.NewSyscallError("read", syscall.EHOSTUNREACH)), maybe},
+
+		// ConnectionError() bool, as smithy-go's RequestSendError has.
+		{"ConnectionError true", &connectionError{conn: true, err: errBase}, network},
+		{"ConnectionError true, wrapped", fmt.Errorf("op: %w", &connectionError{conn: true, err: errBase}), network},
+		{"ConnectionError false", &connectionError{err: errBase}, maybe},
+		{"ConnectionError false over true", &connectionError{err: &connectionError{conn: true, err: errBase}}, network},
+		{"ConnectionError over a certificate error", &connectionError{conn: true, err: certErr}, netNo},
+		{"ConnectionError over cancellation", &connectionError{conn: true, err: context.Canceled}, no},
+		{"ConnectionError over a timeout", &connectionError{conn: true, err: timeout}, netTime},
+
+		// RetryableError() bool, the AWS SDK for Go's own marker: true
+		// retries, false forbids, whatever else the chain holds.
+		{"RetryableError true", &retryableError{retryable: true, err: errBase}, yes},
+		{"RetryableError false", &retryableError{err: errBase}, no},
+		{"RetryableError true, wrapped", fmt.Errorf("op: %w", &retryableError{retryable: true}), yes},
+		{"RetryableError true over a 400", &retryableError{retryable: true, err: &statusError{status: 400}}, yes},
+		{"RetryableError false over a 503", &retryableError{err: &statusError{status: 503}}, no},
+		{"RetryableError false over a reset", &retryableError{err: opError("read", syscall.ECONNRESET)}, no},
+		{"RetryableError true over cancellation", &retryableError{retryable: true, err: context.Canceled}, yes},
+		{"outer RetryInfo beats inner RetryableError", retry.Permanent(&retryableError{retryable: true}), no},
+		{"outer RetryableError beats inner RetryInfo", &retryableError{err: retry.Transient(errBase)}, no},
+		{"RetryableError keeps RetryInfo flags", retry.WithRetryAfter(retry.Throttled(&retryableError{}), time.Second),
+			retry.Classification{Safety: retry.SafetyYes, Throttle: true, RetryAfter: time.Second}},
+
+		// A timeout anywhere in the chain, not only at the first Timeout
+		// method: *net.OpError and *url.Error look only one level down.
+		{"timeout under fmt.Errorf in *net.OpError", readErr(fmt.Errorf("%w", timeout)), netTime},
+		{"timeout under fmt.Errorf in *url.Error", urlError(fmt.Errorf("read body: %w", timeout)), netTime},
+		{"timeout in errors.Join", errors.Join(timeoutError{}, timeout), netTime},
+
+		// Temporary() is not consulted.
+		{"Temporary only", temporaryError{}, maybe},
+		{"Temporary in *net.OpError", readErr(temporaryError{}), maybe},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, retry.Classify(tt.err))
+		})
+	}
+}
+
+// unwrapCounter counts the Unwrap calls of the looping errors below. Past
+// give, they stop looping, so that a Classify that follows the loop fails
+// the test instead of hanging it.
+type unwrapCounter struct {
+	calls, give int
+}
+
+func (c *unwrapCounter) next(e error) error {
+	c.calls++
+	if c.calls > c.give {
+		return nil
+	}
+	return e
+}
+
+// selfError unwraps to itself.
+type selfError struct{ c *unwrapCounter }
+
+func (e *selfError) Error() string { return "self" }
+func (e *selfError) Unwrap() error { return e.c.next(e) }
+
+// cycleError unwraps to next, which may lead back to it.
+type cycleError struct {
+	c    *unwrapCounter
+	next error
+}
+
+func (e *cycleError) Error() string { return "cycle" }
+func (e *cycleError) Unwrap() error { return e.c.next(e.next) }
+
+// forkError unwraps to itself twice: a tree that doubles at each level.
+type forkError struct{ c *unwrapCounter }
+
+func (e *forkError) Error() string { return "fork" }
+func (e *forkError) Unwrap() []error {
+	if e.c.next(e) == nil {
+		return nil
+	}
+	return []error{e, e}
+}
+
+// TestClassifyEndlessChains: Classify looks at a bounded part of a chain
+// that never ends, and returns.
+func TestClassifyEndlessChains(t *testing.T) {
+	const give = 1_000_000 // far more than any bound Classify may use
+	tests := []struct {
+		name string
+		err  func(c *unwrapCounter) error
+		want retry.Classification
+	}{
+		{"self", func(c *unwrapCounter) error { return &selfError{c} }, retry.Classification{}},
+		{"self under a marker", func(c *unwrapCounter) error { return retry.Throttled(&selfError{c}) },
+			retry.Classification{Safety: retry.SafetyYes, Throttle: true}},
+		{"a→b→a", func(c *unwrapCounter) error {
+			a := &cycleError{c: c}
+			a.next = &cycleError{c: c, next: a}
+			return a
+		}, retry.Classification{}},
+		{"cycle below a reset", func(c *unwrapCounter) error {
+			a := &cycleError{c: c}
+			a.next = &cycleError{c: c, next: a}
+			return fmt.Errorf("%w; %w", opError("read", syscall.ECONNRESET), a)
+		}, retry.Classification{Safety: retry.SafetyYes, Fault: retry.FaultOther}},
+		{"self-forking tree", func(c *unwrapCounter) error { return &forkError{c} }, retry.Classification{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &unwrapCounter{give: give}
+			got := retry.Classify(tt.err(c))
+			assert.Equal(t, tt.want, got)
+			assert.LessOrEqual(t, c.calls, 10_000, "Unwrap calls")
+		})
+	}
+}

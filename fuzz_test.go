@@ -24,6 +24,7 @@ func FuzzClassify(f *testing.F) {
 	f.Add(400, "ThrottlingException", uint8(2), uint8(1), true)
 	f.Add(404, "NoSuchKey", uint8(1), uint8(3), false)
 	f.Add(-1, "\x00", uint8(7), uint8(5), true)
+	f.Add(503, "SlowDown", uint8(1), uint8(6), false)
 	f.Fuzz(func(t *testing.T, status int, code string, depth, mark uint8, join bool) {
 		base := &statusError{status: status, code: code}
 		var err error = base
@@ -33,7 +34,7 @@ func FuzzClassify(f *testing.F) {
 		if join {
 			err = errors.Join(errors.New("other"), err)
 		}
-		switch mark % 6 {
+		switch mark % 7 {
 		case 1:
 			err = retry.Permanent(err)
 		case 2:
@@ -44,19 +45,24 @@ func FuzzClassify(f *testing.F) {
 			err = retry.TimedOut(err)
 		case 5:
 			err = retry.WithRetryAfter(err, time.Duration(status)*time.Millisecond)
+		case 6:
+			err = &retryableError{retryable: status%2 == 0, err: err}
 		}
 		c := retry.Classify(err)
 
 		assert.ErrorIs(t, err, base, "marks keep the original reachable")
 		assert.GreaterOrEqual(t, c.RetryAfter, time.Duration(0))
 		assert.Contains(t, []retry.Safety{retry.SafetyMaybe, retry.SafetyYes, retry.SafetyNo}, c.Safety)
-		switch mark % 6 {
+		switch mark % 7 {
 		case 1:
 			assert.Equal(t, retry.SafetyNo, c.Safety, "Permanent wins")
 		case 2, 3, 4:
 			assert.Equal(t, retry.SafetyYes, c.Safety, "the mark wins")
+		case 6:
+			assert.Equal(t, status%2 == 0, c.Retryable(), "RetryableError wins")
+			assert.NotEqual(t, retry.SafetyMaybe, c.Safety, "RetryableError decides")
 		}
-		if mark%6 == 0 {
+		if mark%7 == 0 {
 			switch {
 			case retry.IsThrottlingCode(code):
 				assert.True(t, c.Throttle && c.Retryable(), "throttling code %q", code)
@@ -210,4 +216,121 @@ func TestLongStress(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, float64(capacity-spent.Load()), s.RetryQuota().Stats().Available)
+}
+
+// FuzzBackoffArithmetic builds backoffs and strategies from arbitrary
+// durations, factors, random draws (bad ones included), retry numbers,
+// retry-after hints and limits, and checks that no delay is negative or
+// wrapped, that caps hold, and that a strategy's delay is exactly
+// max(backoff, min(hint, backoff+limit)), the sum saturating.
+func FuzzBackoffArithmetic(f *testing.F) {
+	const huge = math.MaxInt64
+	// The cases of issue 12.
+	f.Add(int64(10e6), 1.5, int64(huge), 1.0, 0.0, 1000, int64(0), uint8(1), int64(0), int64(0))
+	f.Add(int64(10e6), 1.5, int64(20e9), 1.0, 1.5, 2, int64(0), uint8(1), int64(0), int64(0))
+	f.Add(int64(10e6), 1.5, int64(20e9), 0.5, math.NaN(), 2, int64(0), uint8(1), int64(0), int64(0))
+	f.Add(int64(1e9), 1.0, int64(1e9), 0.0, 0.5, 1, int64(0), uint8(0), int64(5e9), int64(huge))
+	f.Add(int64(huge), 1.0, int64(huge), 0.0, 0.5, 1, int64(0), uint8(0), int64(5e9), int64(time.Hour))
+	f.Add(int64(1e9), 3.0, int64(10e9), 1.0, 0.5, 3, int64(huge), uint8(2), int64(huge), int64(time.Hour))
+	f.Add(int64(10e6), 92.5, int64(huge-27), 1.0, 0.0, 1000, int64(-22), uint8(1), int64(0), int64(0)) // a cap that rounds up to 2^63
+	f.Add(int64(-1), math.Inf(1), int64(-5), -1.0, -1.0, math.MinInt, int64(-1), uint8(2), int64(-1), int64(-1))
+	f.Fuzz(func(t *testing.T, initial int64, scale float64, maxB int64, jitter, u float64, n int,
+		prev int64, kind uint8, hint, limit int64) {
+		opts := []retry.BackoffOption{retry.WithInitialDelay(time.Duration(initial)), retry.WithScaleFactor(scale),
+			retry.WithMaxBackoff(time.Duration(maxB)), retry.WithRandom(func() float64 { return u })}
+		validU := u >= 0 && u < 1
+		valid := initial >= 0 && scale >= 1 && !math.IsInf(scale, 0) && maxB >= initial
+
+		var b retry.Backoff // for the strategy; its first delay is deterministic
+		switch kind % 3 {
+		case 0:
+			b = retry.ConstantBackoff(initial)
+			valid = initial >= 0
+		case 1:
+			e, err := retry.NewExponentialBackoff(append(opts, retry.WithJitter(jitter))...)
+			if !(valid && jitter >= 0 && jitter <= 1) {
+				require.ErrorIs(t, err, retry.ErrInvalidConfig)
+				return
+			}
+			require.NoError(t, err)
+			c := e.Cap(n)
+			require.GreaterOrEqual(t, c, min(time.Duration(initial), e.Cap(n)))
+			require.LessOrEqual(t, c, time.Duration(maxB))
+			if n < math.MaxInt {
+				require.LessOrEqual(t, c, e.Cap(n+1), "Cap grows with n")
+			}
+			d := e.Delay(n)
+			require.GreaterOrEqual(t, d, time.Duration(0))
+			require.LessOrEqual(t, d, c)
+			if !validU {
+				require.Equal(t, c, d, "a bad draw waits the cap")
+			} else {
+				// d = c*(1-jitter*u), within float64 rounding.
+				require.InDelta(t, float64(c)*(1-jitter*u), float64(d), 1+float64(c)*1e-15)
+			}
+			b = e
+		case 2:
+			dj, err := retry.NewDecorrelatedJitter(opts...)
+			if !valid {
+				require.ErrorIs(t, err, retry.ErrInvalidConfig)
+				return
+			}
+			require.NoError(t, err)
+			base, cp := time.Duration(initial), time.Duration(maxB)
+			for _, d := range []time.Duration{dj.DelayAfter(n, time.Duration(prev)), dj.Delay(n)} {
+				require.GreaterOrEqual(t, d, base)
+				require.LessOrEqual(t, d, cp)
+			}
+			if !validU && n > 1 {
+				hi := float64(max(time.Duration(prev), base)) * scale
+				want := cp
+				if hi < float64(cp) {
+					want = time.Duration(hi)
+				}
+				require.InDelta(t, float64(want), float64(dj.DelayAfter(n, time.Duration(prev))), 1+float64(want)*1e-15,
+					"a bad draw waits the top of the range")
+			}
+			b = dj
+		}
+		if !valid {
+			return
+		}
+
+		// The strategy's delay for the first retry, with a hint and a limit.
+		s, err := retry.NewStandard(retry.WithBackoff(b), retry.WithRetryAfterLimit(time.Duration(limit)),
+			retry.WithoutRetryQuota(), retry.WithMaxAttempts(3))
+		if limit < 0 {
+			require.ErrorIs(t, err, retry.ErrInvalidConfig)
+			return
+		}
+		require.NoError(t, err)
+		tok, err := planFirst(s)
+		require.NoError(t, err)
+		tok, err = planRetry(s, tok, retry.WithRetryAfter(errTransient, time.Duration(hint)))
+		require.NoError(t, err)
+		var backoff time.Duration
+		if c, ok := b.(retry.ChainedBackoff); ok {
+			backoff = c.DelayAfter(1, 0)
+		} else {
+			backoff = b.Delay(1)
+		}
+		h := time.Duration(max(hint, 0))
+		var want time.Duration
+		switch {
+		case h <= backoff:
+			want = backoff
+		case limit == 0 || h-backoff <= time.Duration(limit): // neither side can overflow
+			want = h
+		default:
+			want = backoff + time.Duration(limit) // below h, so no overflow
+		}
+		require.Equal(t, want, tok.Delay(), "backoff %v, hint %v, limit %v", backoff, h, time.Duration(limit))
+
+		// A chained backoff's second retry starts from the first's backoff.
+		if c, ok := b.(retry.ChainedBackoff); ok {
+			tok, err = planRetry(s, tok, errTransient)
+			require.NoError(t, err)
+			require.Equal(t, c.DelayAfter(2, backoff), tok.Delay())
+		}
+	})
 }

@@ -84,45 +84,83 @@ func (e *engine) emit(ev Event) {
 	}
 }
 
-// SlogHook returns a Hook that logs events to l: retries at level Info,
-// give-ups at Warn, first attempts and successes at Debug. A nil l logs to
-// slog.Default().
+// SlogHook returns a Hook that logs events to l, one record per event:
+//
+//	"first attempt"          Debug  the first attempt of a call is about to be made
+//	"retrying after failure" Info   an attempt failed; the next is made after delay
+//	"attempt succeeded"      Debug
+//	"giving up"              Warn   no further attempt will be made; reason says why
+//
+// Each record has the attributes scope (omitted for the default scope ""),
+// attempt (the number of the attempt about to be made, or, for successes
+// and give-ups, of the last one made), delay (the wait before a retry, or
+// before a first attempt that waits), error (the failed attempt's error),
+// throttle, timeout and retry_after (only when the strategy classified the
+// error so), and reason (why there is no further attempt). Durations are
+// logged as strings such as "1.5s" or "2.405ms", rounded to the
+// millisecond from a second up and to the microsecond from a millisecond
+// up, so that every handler, JSON included, prints them readably.
+//
+// A nil l logs to slog.Default(), as it is when the event happens. Records
+// carry no context and are skipped cheaply when l's handler does not log
+// their level. Add attributes of your own with l.With.
 func SlogHook(l *slog.Logger) Hook {
 	return func(ev Event) {
 		logger := l
 		if logger == nil {
 			logger = slog.Default()
 		}
-		level := slog.LevelDebug
+		level, msg := slog.LevelDebug, "first attempt"
 		switch ev.Kind {
 		case EventRetry:
-			level = slog.LevelInfo
+			level, msg = slog.LevelInfo, "retrying after failure"
+		case EventSuccess:
+			msg = "attempt succeeded"
 		case EventGiveUp:
-			level = slog.LevelWarn
+			level, msg = slog.LevelWarn, "giving up"
 		}
 		ctx := context.Background()
 		if !logger.Enabled(ctx, level) {
 			return
 		}
-		attrs := []slog.Attr{slog.Int("attempt", ev.Attempt)}
+		var buf [8]slog.Attr
+		attrs := buf[:0]
 		if ev.Scope != "" {
 			attrs = append(attrs, slog.String("scope", ev.Scope))
 		}
-		switch ev.Kind {
-		case EventAttempt, EventRetry:
-			attrs = append(attrs, slog.Duration("delay", ev.Delay))
+		attrs = append(attrs, slog.Int("attempt", ev.Attempt))
+		if ev.Kind == EventRetry || ev.Delay > 0 {
+			attrs = append(attrs, slog.String("delay", readableDuration(ev.Delay)))
 		}
 		if ev.Err != nil {
+			attrs = append(attrs, slog.Any("error", ev.Err))
 			c := ev.Classification
-			attrs = append(attrs, slog.Any("error", ev.Err), slog.String("safety", c.Safety.String()),
-				slog.Bool("throttle", c.Throttle), slog.Bool("timeout", c.Timeout))
+			if c.Throttle {
+				attrs = append(attrs, slog.Bool("throttle", true))
+			}
+			if c.Timeout {
+				attrs = append(attrs, slog.Bool("timeout", true))
+			}
 			if c.RetryAfter > 0 {
-				attrs = append(attrs, slog.Duration("retry_after", c.RetryAfter))
+				attrs = append(attrs, slog.String("retry_after", readableDuration(c.RetryAfter)))
 			}
 		}
 		if ev.Reason != nil {
 			attrs = append(attrs, slog.Any("reason", ev.Reason))
 		}
-		logger.LogAttrs(ctx, level, "retry: "+ev.Kind.String(), attrs...)
+		logger.LogAttrs(ctx, level, msg, attrs...)
 	}
+}
+
+// readableDuration formats d as time.Duration.String does, without the
+// nanoseconds of jitter that no reader needs: rounded to the microsecond
+// from a millisecond up, and to the millisecond from a second up.
+func readableDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second || d <= -time.Second:
+		d = d.Round(time.Millisecond)
+	case d >= time.Millisecond || d <= -time.Millisecond:
+		d = d.Round(time.Microsecond)
+	}
+	return d.String()
 }

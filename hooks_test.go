@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -141,14 +142,66 @@ func TestSlogHook(t *testing.T) {
 	s, err := retry.NewStandard(retry.WithHook(retry.SlogHook(logger)), retry.WithBackoff(retry.NoBackoff))
 	require.NoError(t, err)
 	tok, _ := s.PlanInitialToken("db")
-	tok, err = plan(s, tok, retry.WithRetryAfter(errThrottled, time.Second))
+	tok, err = plan(s, tok, retry.WithRetryAfter(errThrottled, 1500*time.Millisecond))
 	require.NoError(t, err)
 	_, err = plan(s, tok, retry.Permanent(errors.New("denied")))
 	require.Error(t, err)
 	assert.Equal(t,
-		`level=INFO msg="retry: retry" attempt=2 scope=db delay=1s error="slow down" safety=yes throttle=true timeout=false retry_after=1s`+"\n"+
-			`level=WARN msg="retry: give-up" attempt=2 scope=db error=denied safety=no throttle=false timeout=false reason="retry: error is not retryable"`+"\n",
+		`level=INFO msg="retrying after failure" scope=db attempt=2 delay=1.5s error="slow down" throttle=true retry_after=1.5s`+"\n"+
+			`level=WARN msg="giving up" scope=db attempt=2 error=denied reason="retry: error is not retryable"`+"\n",
 		buf.String(), "debug events are filtered by the handler's level")
+}
+
+// Every handler prints durations readably: JSON too, which would print a
+// slog.Duration as integer nanoseconds.
+func TestSlogHookJSON(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: dropTime}))
+	hook := retry.SlogHook(logger)
+	hook(retry.Event{Kind: retry.EventAttempt, Attempt: 1})
+	hook(retry.Event{Kind: retry.EventRetry, Scope: "orders", Attempt: 2, Delay: 2404930 * time.Nanosecond,
+		Err: errTransient, Classification: retry.Classification{Safety: retry.SafetyYes, Timeout: true}})
+	hook(retry.Event{Kind: retry.EventSuccess, Scope: "orders", Attempt: 2})
+	hook(retry.Event{Kind: retry.EventGiveUp, Attempt: 3, Err: errTransient,
+		Reason: fmt.Errorf("%w: 3 allowed", retry.ErrMaxAttemptsExceeded)})
+	assert.Equal(t,
+		`{"level":"DEBUG","msg":"first attempt","attempt":1}`+"\n"+
+			`{"level":"INFO","msg":"retrying after failure","scope":"orders","attempt":2,"delay":"2.405ms","error":"transient failure","timeout":true}`+"\n"+
+			`{"level":"DEBUG","msg":"attempt succeeded","scope":"orders","attempt":2}`+"\n"+
+			`{"level":"WARN","msg":"giving up","attempt":3,"error":"transient failure","reason":"retry: max attempts exceeded: 3 allowed"}`+"\n",
+		buf.String())
+}
+
+func TestSlogHookDurations(t *testing.T) {
+	tests := []struct {
+		delay time.Duration
+		want  string
+	}{
+		{0, "0s"},
+		{1, "1ns"},
+		{999 * time.Microsecond, "999µs"},
+		{2404930 * time.Nanosecond, "2.405ms"},
+		{1234567891 * time.Nanosecond, "1.235s"},
+		{90*time.Second + 400*time.Microsecond, "1m30s"},
+		{-1500 * time.Microsecond, "-1.5ms"},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+		retry.SlogHook(logger)(retry.Event{Kind: retry.EventRetry, Attempt: 2, Delay: tt.delay})
+		assert.Equal(t, `level=INFO msg="retrying after failure" attempt=2 delay=`+tt.want+"\n", buf.String(), tt.delay.Nanoseconds())
+	}
+}
+
+// A nil logger logs to slog.Default() as it is when the event happens.
+func TestSlogHookNilLogger(t *testing.T) {
+	hook := retry.SlogHook(nil)
+	var buf bytes.Buffer
+	prev := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: dropTime})))
+	hook(retry.Event{Kind: retry.EventGiveUp, Attempt: 1, Reason: retry.ErrRetryQuotaExceeded})
+	assert.Equal(t, `level=WARN msg="giving up" attempt=1 reason="retry: retry quota exceeded"`+"\n", buf.String())
 }
 
 func TestEventKindString(t *testing.T) {
@@ -197,5 +250,5 @@ func ExampleSlogHook() {
 		return "ok", nil
 	}, retry.WithStrategy(strategy))
 	// Output:
-	// level=INFO msg="retry: retry" attempt=2 delay=0s error="connection reset" safety=yes throttle=false timeout=false
+	// level=INFO msg="retrying after failure" attempt=2 delay=0s error="connection reset"
 }

@@ -155,3 +155,35 @@ func TestForgottenHotScopeStartsAfresh(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 10.0, st.RetryQuota.Available, "a forgotten scope starts with a full bucket")
 }
+
+// TestFastPathUsesContextStrategy: a call without WithStrategy takes its
+// strategy from the context on the fast path too, with or without a
+// scope, and WithStrategy still wins.
+func TestFastPathUsesContextStrategy(t *testing.T) {
+	once, err := retry.NewStandard(retry.WithMaxAttempts(1))
+	require.NoError(t, err)
+	ctx := retry.ContextWithStrategy(t.Context(), once)
+	for name, opts := range map[string][]retry.DoOption{
+		"no option":  nil,
+		"scope only": {retry.WithScope("api.example.com")},
+	} {
+		calls := 0
+		_, err := retry.Do(ctx, func(context.Context) (int, error) {
+			calls++
+			return 0, retry.Transient(errFlaky)
+		}, opts...)
+		require.ErrorIs(t, err, retry.ErrMaxAttemptsExceeded, name)
+		assert.Equal(t, 1, calls, name)
+	}
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	calls := 0
+	_, err = retry.Do(ctx, func(context.Context) (int, error) {
+		if calls++; calls < 3 {
+			return 0, retry.Transient(errFlaky)
+		}
+		return 1, nil
+	}, retry.WithStrategy(s))
+	require.NoError(t, err)
+	assert.Equal(t, 3, calls, "WithStrategy wins")
+}

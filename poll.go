@@ -282,7 +282,8 @@ func Poll[T any](ctx context.Context, fn func(context.Context) (T, PollStatus, e
 			if !(u >= 0 && u < 1) {
 				return v, configError("WithPollRand", u, "a value in [0, 1)")
 			}
-			wait -= time.Duration(cfg.jitter * u * float64(wait-cfg.minDelay))
+			span := wait - cfg.minDelay
+			wait -= min(satMul(span, cfg.jitter*u), span) // float64 rounding must not cross the minimum
 		}
 		end := time.Now().Add(wait)
 		pd, hasPD := parent.Deadline()
@@ -314,7 +315,7 @@ func (c *pollConfig) grow(d time.Duration, f float64) time.Duration {
 	if g >= float64(c.maxDelay) {
 		return c.maxDelay
 	}
-	return time.Duration(g)
+	return satDuration(g)
 }
 
 // pollStopped reports why Poll's context ended after calls calls: the

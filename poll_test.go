@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/retrykit/retry"
 )
@@ -568,4 +572,36 @@ func ExamplePoll() {
 	}
 	fmt.Printf("%s after %d checks\n", out, calls)
 	// Output: job-42 output after 4 checks
+}
+
+// A maximum delay as long as a Duration holds: the waits grow to it and
+// stay there, where float64 rounding is coarsest (1024 ns). Jitter still
+// never takes a wait below the minimum delay, and a wait that long is
+// refused under a deadline rather than wrapped to a short one.
+func TestPollHugeMaxDelay(t *testing.T) {
+	t.Parallel()
+	opts := func(u float64) []retry.PollOption {
+		return []retry.PollOption{retry.WithPollMinDelay(time.Second), retry.WithPollMaxDelay(math.MaxInt64),
+			retry.WithPollGrowth(1e300), retry.WithPollJitter(1), retry.WithPollRand(fixed(u))}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		fn, calls := scripted(start, notReady, notReady, notReady, done)
+		_, err := retry.Poll(t.Context(), fn, opts(almostOne)...)
+		require.NoError(t, err)
+		at := calls()
+		require.Len(t, at, 4)
+		for i := 1; i < len(at); i++ {
+			assert.GreaterOrEqual(t, at[i]-at[i-1], time.Second, "wait %d below the minimum delay", i)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		fn, calls := scripted(start, notReady)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		_, err := retry.Poll(ctx, fn, opts(0)...)
+		require.ErrorIs(t, err, retry.ErrDeadlineTooSoon)
+		assert.Equal(t, ms(0, 1000), calls(), "the second wait, the whole maximum, is refused")
+	})
 }

@@ -5,13 +5,15 @@
 // its clients stop retrying instead of turning the outage into a retry
 // storm.
 //
-// A [RetryStrategy] decides. Before the first attempt it issues a
-// [RetryToken]; after each failure it classifies the error (see [Classify])
-// and either refreshes the token, which says how long to wait before the
-// next attempt, or refuses with the reason; after a success it records
-// the outcome. [Do] and [Run] drive any strategy around a function;
-// [Transport] drives one around HTTP requests, and [Poll] waits for an
-// operation that finishes asynchronously.
+// A [RetryStrategy] decides, and waits. Before the first attempt it issues
+// a [RetryToken], once the attempt may go; after each failure it classifies
+// the error (see [Classify]) and either waits the backoff and returns the
+// token for the next attempt, or refuses with the reason; after a success
+// it records the outcome. Because the strategy does the waiting, any loop
+// that only acquires, attempts, refreshes and records, such as an SDK
+// middleware's, gets everything the strategy offers. [Do] and [Run] are
+// that loop around a function; [Transport] is that loop around HTTP
+// requests, and [Poll] waits for an operation that finishes asynchronously.
 //
 // [NewStandard] builds the standard mode: at most 3 attempts by default,
 // [ExponentialBackoff], and a [TokenBucket] retry quota per scope.
@@ -24,8 +26,9 @@
 //
 // Strategies, buckets, backoffs and limiters are safe for concurrent use
 // and meant to be shared: all per-call state lives in the tokens. They read
-// time only through a [Clock], so tests and simulations can run them on
-// virtual time.
+// time, and wait, only through a [Clock]: the default clock's timers are
+// virtual inside a testing/synctest bubble, and a simulation drives the
+// non-blocking methods of [Standard] and [Adaptive] on a clock of its own.
 package retry
 
 import (
@@ -92,6 +95,7 @@ const (
 )
 
 // WithStrategy sets the strategy that decides on retries (default: the
+// one ContextWithStrategy put in the call's context, else the
 // process-wide DefaultStrategy). Valid: non-nil.
 func WithStrategy(s RetryStrategy) DoOption {
 	return DoOption{kind: doStrategy, strategy: s, fast: fastScopeOf(s)}
@@ -165,9 +169,10 @@ func badDoOption(o DoOption) error {
 }
 
 // DefaultStrategy returns the strategy Do, Run and Transport use when none
-// is given: a Standard with default settings, shared by the whole process,
-// so its retry quota is shared too. Give a strategy of your own to separate
-// quotas or change settings.
+// is given, neither by an option nor by the context (ContextWithStrategy):
+// a Standard with default settings, shared by the whole process, so its
+// retry quota is shared too. Give a strategy of your own to separate quotas
+// or change settings.
 func DefaultStrategy() *Standard { return defaultStrategy }
 
 var defaultStrategy = func() *Standard {
@@ -181,6 +186,21 @@ var defaultStrategy = func() *Standard {
 // defaultScope is the default strategy's default scope, for Do's fast
 // path.
 var defaultScope = fastScopeOf(defaultStrategy)
+
+// contextScope stands, in Do's fast path, for the default scope of the
+// strategy StrategyFromContext gives: no WithStrategy option was given.
+var contextScope = new(scopeState)
+
+// scopeFromContext returns the default scope of the strategy
+// StrategyFromContext(ctx) gives, if Do may take its fast path with it,
+// and otherwise nil. Until ContextWithStrategy is first called, it is the
+// default strategy's, without a context lookup.
+func scopeFromContext(ctx context.Context) *scopeState {
+	if !contextStrategies.Load() {
+		return defaultScope
+	}
+	return fastScopeOf(StrategyFromContext(ctx))
+}
 
 // Run calls fn until it succeeds or the strategy gives up, as Do does.
 func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) error {
@@ -221,7 +241,7 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	// cost nothing (no hooks, no initial-try cost) needs no token for a
 	// call that succeeds at once, only the scope's state. Everything else,
 	// and every retry, goes through the general loop, out of line.
-	st, scope := defaultScope, ""
+	st, scope := contextScope, ""
 	switch {
 	case len(opts) == 1 && opts[0].kind == doStrategy: // the common cases, without a loop
 		st = opts[0].fast
@@ -229,6 +249,9 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		st, scope = opts[0].fast, opts[1].scope
 	case len(opts) > 0:
 		st, scope = fastScope(opts)
+	}
+	if st == contextScope && ctx != nil {
+		st = scopeFromContext(ctx)
 	}
 	if st == nil || ctx == nil || fn == nil {
 		return do(ctx, fn, opts)
@@ -247,12 +270,13 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	return v, nil
 }
 
-// fastScope returns the default scope of the strategy opts select, and
-// the scope they name, if Do may take its fast path for them: no option
-// but WithStrategy and WithScope, and a strategy whose first tokens cost
-// nothing (see fastScopeOf). Otherwise it returns nil.
+// fastScope returns the default scope of the strategy opts select
+// (contextScope if none), and the scope they name, if Do may take its fast
+// path for them: no option but WithStrategy and WithScope, and a strategy
+// whose first tokens cost nothing (see fastScopeOf). Otherwise it returns
+// nil.
 func fastScope(opts []DoOption) (*scopeState, string) {
-	st, scope := defaultScope, ""
+	st, scope := contextScope, ""
 	for i := range opts {
 		switch o := &opts[i]; o.kind {
 		case doStrategy:
@@ -302,7 +326,7 @@ func do[T any](ctx context.Context, fn func(context.Context) (T, error), opts []
 		return zero, &Error{Reason: contextReason(ctx)}
 	}
 	if cfg.strategy == nil {
-		cfg.strategy = DefaultStrategy()
+		cfg.strategy = StrategyFromContext(ctx)
 	}
 
 	var c cursor
@@ -335,6 +359,9 @@ func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), 
 			case ctx.Err() != nil:
 				// The caller's context ended: never retry.
 				return zero, &Error{Attempts: attempts, Err: err, Reason: contextReason(ctx)}
+			case pastDeadline(ctx):
+				// Its deadline has passed, though its timer has not fired yet.
+				return zero, &Error{Attempts: attempts, Err: err, Reason: context.DeadlineExceeded}
 			case tokenErr != nil:
 				return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
 			}
@@ -394,6 +421,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func tooSoon(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
 	return ok && d > 0 && time.Until(deadline) <= d
+}
+
+// pastDeadline reports whether ctx's deadline has passed by the clock,
+// which can be so a moment before ctx's own timer ends it.
+func pastDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // contextReason returns ctx's error, with its cause if that says more.

@@ -371,10 +371,40 @@ func TestDoStrategyReturningNoToken(t *testing.T) {
 	assert.Len(t, *calls, 1, "one attempt even without a token")
 }
 
+// The count of attempts appears once in Do's error.
+func TestDoErrorMessageSaysTheCountOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, err := retry.Do(t.Context(), func(context.Context) (int, error) { return 0, errors.New("boom") },
+			retry.WithStrategy(constant(t, 0, retry.WithClassifier(func(error) retry.Classification {
+				return retry.Classification{Safety: retry.SafetyYes}
+			}))))
+		assert.EqualError(t, err, "retry: max attempts exceeded (after 3 attempts): boom")
+	})
+}
+
 func TestErrorMessage(t *testing.T) {
 	last := errors.New("boom")
 	assert.Equal(t, "retry: max attempts exceeded (after 3 attempts): boom",
 		(&retry.Error{Attempts: 3, Err: last, Reason: retry.ErrMaxAttemptsExceeded}).Error())
 	assert.Equal(t, "retry: error is not retryable (after 1 attempt): boom",
 		(&retry.Error{Attempts: 1, Err: last, Reason: retry.ErrNotRetryable}).Error())
+}
+
+// lateContext has a deadline that has passed by the clock, but has not
+// ended yet: the moment before its timer fires.
+type lateContext struct{ context.Context }
+
+func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func TestDoDoesNotRetryPastTheDeadline(t *testing.T) {
+	var events []retry.Event
+	s := constant(t, 0, retry.WithHook(func(ev retry.Event) { events = append(events, ev) }))
+	fn, calls := failing(errTransient)
+	_, err := retry.Do(lateContext{t.Context()}, fn, retry.WithStrategy(s))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, errTransient)
+	assert.Len(t, *calls, 1, "the caller's deadline had passed: no retry")
+	for _, ev := range events {
+		assert.NotEqual(t, retry.EventRetry, ev.Kind, "no retry was even planned")
+	}
 }

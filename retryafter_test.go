@@ -1,9 +1,15 @@
 package retry_test
 
 import (
+	"context"
+	"math"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/retrykit/retry"
 )
@@ -123,5 +129,61 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if d2, ok2 := retry.ParseRetryAfter(h, at); d2 != d || ok2 != ok {
 			t.Fatalf("ParseRetryAfter(%q, %v) not deterministic: %v, %t then %v, %t", h, at, d, ok, d2, ok2)
 		}
+	})
+}
+
+// Issue 12: the retry-after limit was applied as min(delay, backoff+limit),
+// whose sum wrapped: a large limit, or a large backoff, made every retry
+// immediate and turned a 5-s hint into no wait at all. The delay is
+// max(backoff, min(hint, backoff+limit)), the sum saturating.
+func TestRetryAfterLimitSaturates(t *testing.T) {
+	const huge = time.Duration(math.MaxInt64)
+	tests := []struct {
+		name                 string
+		backoff, limit, hint time.Duration
+		want                 time.Duration
+	}{
+		{"huge limit, no hint", time.Second, huge, 0, time.Second},
+		{"huge limit, 5s hint", time.Second, huge, 5 * time.Second, 5 * time.Second},
+		{"huge limit, huge hint", time.Second, huge, huge, huge},
+		{"huge limit, huge backoff", huge, huge, 5 * time.Second, huge},
+		{"huge backoff, 1h limit", huge, time.Hour, 0, huge},
+		{"huge backoff, 1h limit, 5s hint", huge, time.Hour, 5 * time.Second, huge},
+		{"huge backoff, 1h limit, huge hint", huge, time.Hour, huge, huge},
+		{"limit one below the edge", time.Second, huge - time.Second, huge, huge},
+		{"limit at the edge", time.Second + 1, huge - time.Second, huge, huge},
+		{"1h limit shortens a 2h hint", time.Second, time.Hour, 2 * time.Hour, time.Hour + time.Second},
+		{"no limit", time.Second, 0, huge, huge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := retry.NewStandard(retry.WithBackoff(retry.ConstantBackoff(tt.backoff)),
+				retry.WithRetryAfterLimit(tt.limit), retry.WithoutRetryQuota())
+			require.NoError(t, err)
+			tok, err := planFirst(s)
+			require.NoError(t, err)
+			tok, err = planRetry(s, tok, retry.WithRetryAfter(errTransient, tt.hint))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, tok.Delay())
+		})
+	}
+}
+
+// Issue 12, end to end: WithRetryAfterLimit(math.MaxInt64) with a 1-s
+// constant backoff made 5 attempts in 68 µs. Four retries wait 4 s.
+func TestRetryAfterLimitHugeDoWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := retry.NewStandard(retry.WithBackoff(retry.ConstantBackoff(time.Second)),
+			retry.WithRetryAfterLimit(math.MaxInt64), retry.WithMaxAttempts(5), retry.WithoutRetryQuota())
+		require.NoError(t, err)
+		start := time.Now()
+		attempts := 0
+		err = retry.Run(t.Context(), func(context.Context) error {
+			attempts++
+			return errTransient
+		}, retry.WithStrategy(s))
+		require.ErrorIs(t, err, retry.ErrMaxAttemptsExceeded)
+		assert.Equal(t, 5, attempts)
+		assert.Equal(t, 4*time.Second, time.Since(start))
 	})
 }

@@ -3,6 +3,7 @@ package retry
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -44,6 +45,17 @@ import (
 // key, or one before the first section header. Malformed lines are errors
 // wherever they are, even in sections that are not read, as they are for
 // the AWS tools. The values themselves are not checked here.
+//
+// Only a regular file of at most maxSharedConfigSize bytes is read, and it
+// is parsed in one pass, in time and memory proportional to its size.
+// Errors quote at most an excerpt of a line or value (see quoteExcerpt).
+
+// maxSharedConfigSize is the size of the largest shared config file read:
+// 16 MiB. A profile takes a few hundred bytes, so that is room for tens of
+// thousands of them, as files generated with a profile for each account
+// and role have; and it keeps a wrong AWS_CONFIG_FILE (a log, a disk
+// image) from being read whole.
+const maxSharedConfigSize = 16 << 20
 
 // sharedSetting is one value read from the shared config file, with where
 // it came from. The zero value means the setting is absent.
@@ -68,6 +80,7 @@ type sharedConfig struct {
 }
 
 // sharedConfigError reports a malformed line of a shared config file.
+// msg quotes at most an excerpt of the line.
 type sharedConfigError struct {
 	file string
 	line int // 1-based
@@ -120,21 +133,107 @@ func sharedConfigLocation(getenv func(string) (string, bool), homeDir func() (st
 
 // loadSharedConfig reads the retry settings of profile from the shared
 // config file at path. A missing file, or path "", is not an error: it
-// yields the zero sharedConfig. A file that cannot be read, or has a
-// malformed line, is an error wrapping ErrInvalidConfig; for a malformed
-// line it is a *sharedConfigError naming the file and line.
+// yields the zero sharedConfig, and so does the null device (os.DevNull,
+// or a link to it), which users name to mean "no file". Any other file
+// that is not a regular file (a directory, a named pipe, a device, a
+// socket) is an error, and is neither opened nor read: a named pipe would
+// block the read until something wrote to it. A file larger than
+// maxSharedConfigSize, one that cannot be read, or one with a malformed
+// line is an error too. Every error wraps ErrInvalidConfig and names the
+// file; for a malformed line it is a *sharedConfigError naming the line.
 func loadSharedConfig(path, profile string) (sharedConfig, error) {
 	if path == "" {
 		return sharedConfig{}, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := readSharedConfig(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return sharedConfig{}, nil
 	}
 	if err != nil {
-		return sharedConfig{}, fmt.Errorf("%w: reading shared config: %w", ErrInvalidConfig, err)
+		return sharedConfig{}, err
 	}
-	return parseSharedConfig(path, string(data), profile)
+	return parseSharedConfig(path, data, profile)
+}
+
+// readSharedConfig returns the contents of the shared config file at path,
+// as loadSharedConfig describes; its errors wrap ErrInvalidConfig, and the
+// error of a missing file wraps fs.ErrNotExist.
+func readSharedConfig(path string) (string, error) {
+	fail := func(format string, args ...any) (string, error) {
+		return "", fmt.Errorf("%w: shared config %s: "+format, append([]any{ErrInvalidConfig, path}, args...)...)
+	}
+	want := fmt.Sprintf("want a regular file of at most %d MiB", maxSharedConfigSize>>20)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fail("%w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		if isDevNull(path, fi) {
+			return "", nil
+		}
+		return fail("%s, %s", fileKind(fi.Mode()), want)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail("%w", err)
+	}
+	defer f.Close()
+	// What was opened may not be what was checked, if the file was
+	// replaced in between: check again before reading. (A named pipe put
+	// there in between would block in Open; doing that needs write access
+	// to the file's directory.)
+	if fi, err = f.Stat(); err != nil {
+		return fail("%w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fail("%s, %s", fileKind(fi.Mode()), want)
+	}
+	// The size is read from the file rather than trusted from Stat: the
+	// file may grow, and some report a size of 0 (Linux's /proc). One byte
+	// more than the limit is read to tell a file that is too large.
+	r := io.LimitReader(f, maxSharedConfigSize+1)
+	buf := make([]byte, 0, min(max(fi.Size(), 0), maxSharedConfigSize)+1)
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > maxSharedConfigSize {
+			return fail("larger than %d bytes, %s", maxSharedConfigSize, want)
+		}
+		if err == io.EOF {
+			return string(buf), nil
+		}
+		if err != nil {
+			return fail("%w", err)
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grow
+		}
+	}
+}
+
+// isDevNull reports whether fi, the FileInfo of the file at path, is the
+// null device.
+func isDevNull(path string, fi fs.FileInfo) bool {
+	if path == os.DevNull {
+		return true
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
+}
+
+// fileKind says what kind of file mode m, not a regular file's, is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return fmt.Sprintf("not a regular file (mode %v)", m)
 }
 
 // parseSharedConfig reads the retry settings of profile from data, the
@@ -142,19 +241,31 @@ func loadSharedConfig(path, profile string) (sharedConfig, error) {
 func parseSharedConfig(file, data, profile string) (sharedConfig, error) {
 	var (
 		cfg       sharedConfig
+		n         int            // the line number
 		inSection bool           // a section header has been seen
 		inProfile bool           // the current section is profile's
 		keyIndent = -1           // indent of the current setting; -1: none
 		keyEmpty  bool           // the current setting's value is empty
 		current   *sharedSetting // the current setting, if it is one we keep
+		continued strings.Builder
 	)
-	data = strings.TrimPrefix(data, "\uFEFF")
-	for i, line := range strings.Split(data, "\n") {
-		n := i + 1
-		fail := func(format string, args ...any) (sharedConfig, error) {
-			return sharedConfig{}, &sharedConfigError{file: file, line: n, msg: fmt.Sprintf(format, args...)}
+	// endSetting ends the current setting. Its continuation lines were
+	// gathered in continued, so that a value of many lines is built in
+	// time proportional to its length.
+	endSetting := func() {
+		if current != nil && continued.Len() > 0 {
+			current.value = continued.String()
+			continued.Reset()
 		}
-		line = strings.TrimSuffix(line, "\r")
+		keyIndent, current = -1, nil
+	}
+	fail := func(format string, args ...any) (sharedConfig, error) {
+		return sharedConfig{}, &sharedConfigError{file: file, line: n, msg: fmt.Sprintf(format, args...)}
+	}
+	data = strings.TrimPrefix(data, "\uFEFF")
+	for line := range strings.Lines(data) {
+		n++
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		text := strings.TrimLeft(line, " \t")
 		if text == "" || text[0] == '#' || text[0] == ';' {
 			continue
@@ -165,20 +276,24 @@ func parseSharedConfig(file, data, profile string) (sharedConfig, error) {
 			// empty value, else a continuation of the value.
 			if !keyEmpty && current != nil {
 				if v := sharedConfigValue(text); v != "" {
-					current.value += "\n" + v
+					if continued.Len() == 0 {
+						continued.WriteString(current.value)
+					}
+					continued.WriteByte('\n')
+					continued.WriteString(v)
 				}
 			}
 			continue
 		}
-		keyIndent, current = -1, nil
+		endSetting()
 
 		if text[0] == '[' {
 			end := strings.IndexByte(text, ']')
 			if end < 0 {
-				return fail("unterminated section header %q", text)
+				return fail("unterminated section header %s", quoteExcerpt(text))
 			}
 			if rest := strings.TrimLeft(text[end+1:], " \t"); rest != "" && rest[0] != '#' && rest[0] != ';' {
-				return fail("unexpected %q after section header", rest)
+				return fail("unexpected %s after section header", quoteExcerpt(rest))
 			}
 			name := strings.Trim(text[1:end], " \t")
 			if name == "" {
@@ -192,30 +307,31 @@ func parseSharedConfig(file, data, profile string) (sharedConfig, error) {
 
 		k, v, ok := strings.Cut(text, "=")
 		if !ok {
-			return fail("want \"key = value\" or \"[section]\", got %q", text)
+			return fail("want \"key = value\" or \"[section]\", got %s", quoteExcerpt(text))
 		}
-		key := strings.ToLower(strings.Trim(k, " \t"))
+		key := strings.Trim(k, " \t")
 		if key == "" {
 			return fail("missing key before \"=\"")
 		}
 		if !inSection {
-			return fail("setting %q before the first section header", key)
+			return fail("setting %s before the first section header", quoteExcerpt(key))
 		}
 		value := sharedConfigValue(v)
 		keyIndent, keyEmpty = indent, value == ""
 		if !inProfile {
 			continue
 		}
-		switch key {
-		case "retry_mode":
+		switch {
+		case equalFoldASCII(key, "retry_mode"):
 			current = &cfg.retryMode
-		case "max_attempts":
+		case equalFoldASCII(key, "max_attempts"):
 			current = &cfg.maxAttempts
 		default:
 			continue
 		}
 		*current = sharedSetting{value: value, file: file, line: n}
 	}
+	endSetting()
 	return cfg, nil
 }
 

@@ -3,8 +3,10 @@ package retry
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -278,11 +280,18 @@ func TestLoadSharedConfig(t *testing.T) {
 			t.Errorf("loadSharedConfig = %+v, %v; want zero, nil", got, err)
 		}
 	})
-	t.Run("unreadable", func(t *testing.T) {
+	t.Run("directory", func(t *testing.T) {
 		t.Parallel()
-		_, err := loadSharedConfig(dir, "default") // a directory
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), dir) {
-			t.Errorf("loadSharedConfig(dir) error = %v, want ErrInvalidConfig naming %s", err, dir)
+		_, err := loadSharedConfig(dir, "default")
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "a directory, want a regular file") {
+			t.Errorf("loadSharedConfig(dir) error = %v, want ErrInvalidConfig naming %s, a directory", err, dir)
+		}
+	})
+	t.Run("null device", func(t *testing.T) {
+		t.Parallel()
+		got, err := loadSharedConfig(os.DevNull, "default")
+		if err != nil || got != (sharedConfig{}) {
+			t.Errorf("loadSharedConfig(%s) = %+v, %v; want zero, nil", os.DevNull, got, err)
 		}
 	})
 	t.Run("malformed names file and line", func(t *testing.T) {
@@ -293,6 +302,89 @@ func TestLoadSharedConfig(t *testing.T) {
 			t.Errorf("loadSharedConfig error = %v, want it to name %s:3", err, path)
 		}
 	})
+}
+
+// allocated returns the bytes f allocates: the least of a few runs, as
+// the runtime allocates a little of its own now and then.
+func allocated(f func()) uint64 {
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	return least
+}
+
+// TestParseSharedConfigLinear: parsing allocates in proportion to the
+// input, however many lines continue a value (they once made it
+// quadratic: each line copied the whole value so far). Not parallel:
+// allocated reads process-wide counters.
+func TestParseSharedConfigLinear(t *testing.T) {
+	for _, lines := range []int{1 << 10, 1 << 12, 1 << 14} {
+		data := "[default]\nretry_mode = s\n" + strings.Repeat("  x\n", lines) +
+			"max_attempts = 3\n" + strings.Repeat("  x ; comment\n", lines)
+		var cfg sharedConfig
+		var err error
+		bytes := allocated(func() { cfg, err = parseSharedConfig("config", data, "default") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 1 + 2*lines; len(cfg.retryMode.value) != want || len(cfg.maxAttempts.value) != want {
+			t.Fatalf("%d lines: values of %d and %d bytes, want %d", lines, len(cfg.retryMode.value), len(cfg.maxAttempts.value), want)
+		}
+		if limit := 4*uint64(len(data)) + 4096; bytes > limit {
+			t.Errorf("%d continuation lines (%d bytes): parsing allocated %d bytes, want at most %d", 2*lines, len(data), bytes, limit)
+		}
+	}
+}
+
+// TestSharedConfigErrorExcerpt: an error quotes at most an excerpt of a
+// long line, and says how long it is.
+func TestSharedConfigErrorExcerpt(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("\xffa\u00e9", 40_000)
+	for _, data := range []string{
+		"[default]\n" + long + "\n",                 // no "="
+		"[" + long + "\n",                           // no "]"
+		"[default] " + long + "\n",                  // text after the header
+		"max_attempts" + long + " = 3\n[default]\n", // setting before a header
+	} {
+		_, err := parseSharedConfig("config", data, "default")
+		if err == nil {
+			t.Fatalf("no error for %q...", data[:20])
+		}
+		if msg := err.Error(); len(msg) > 300 || !strings.Contains(msg, "bytes)") {
+			t.Errorf("error of %d bytes, want at most 300 that give the length: %.400q", len(msg), msg)
+		}
+	}
+}
+
+// TestLoadSharedConfigSize: a file of maxSharedConfigSize bytes is read; a
+// larger one is refused, with an error that gives the limit.
+func TestLoadSharedConfigSize(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	head := "[default]\nmax_attempts = 4\n"
+	for _, size := range []int{maxSharedConfigSize, maxSharedConfigSize + 1} {
+		data := head + strings.Repeat("#", size-len(head)-1) + "\n"
+		path := filepath.Join(dir, fmt.Sprint(size))
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadSharedConfig(path, "default")
+		if size <= maxSharedConfigSize {
+			if err != nil || cfg.maxAttempts.value != "4" {
+				t.Errorf("%d bytes: loadSharedConfig = %+v, %v; want max_attempts 4", size, cfg, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "16 MiB") {
+			t.Errorf("%d bytes: loadSharedConfig error = %v, want ErrInvalidConfig naming %s and the limit, 16 MiB", size, err, path)
+		}
+	}
 }
 
 func TestSharedConfigLocation(t *testing.T) {

@@ -220,7 +220,7 @@ func (e *engine) next(t *token, c Classification) error {
 	}
 	attempts := t.retries + 1
 	if attempts >= e.maxAttempts {
-		return fmt.Errorf("%w: %d allowed", ErrMaxAttemptsExceeded, e.maxAttempts)
+		return ErrMaxAttemptsExceeded // the caller knows the count: it made the attempts
 	}
 
 	n := t.retries + 1
@@ -228,10 +228,16 @@ func (e *engine) next(t *token, c Classification) error {
 	if c.Throttle {
 		b = e.throttleBackoff
 	}
-	backoff := max(b.Delay(n), 0)
+	var raw time.Duration
+	if cb, ok := b.(ChainedBackoff); ok {
+		raw = cb.DelayAfter(n, t.prevBackoff) // depends on the previous retry's backoff, which the token carries
+	} else {
+		raw = b.Delay(n)
+	}
+	backoff := max(raw, 0)
 	delay := max(backoff, c.RetryAfter)
 	if e.retryAfterLimit > 0 {
-		delay = min(delay, backoff+e.retryAfterLimit)
+		delay = min(delay, satAdd(backoff, e.retryAfterLimit))
 	}
 
 	cost := 0
@@ -247,6 +253,7 @@ func (e *engine) next(t *token, c Classification) error {
 		delay = max(delay, w)
 	}
 	t.retries, t.delay, t.cost, t.pending, t.slotSince = n, delay, cost, st.limiter != nil, time.Time{}
+	t.prevBackoff = backoff // for the next retry's ChainedBackoff
 	return nil
 }
 
@@ -490,7 +497,7 @@ func (e *engine) successor(rt RetryToken) (*token, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost}, nil
+	return &token{owner: e, scope: old.scope, scopeName: old.scopeName, retries: old.retries, cost: old.cost, prevBackoff: old.prevBackoff}, nil
 }
 
 func (e *engine) admitToken(rt RetryToken) (time.Duration, error) {
@@ -521,6 +528,13 @@ var errTokenReleased = errors.New("retry: token released before its attempt")
 // DefaultMaxScopes is how many named scopes a strategy keeps state for by
 // default, as the Smithy Java client does.
 const DefaultMaxScopes = 128
+
+// MaxMaxScopes is the most named scopes a strategy can keep state for:
+// WithMaxScopes takes 1 to MaxMaxScopes. The bound caps the memory that
+// arbitrary scope strings can take: with MaxMaxScopes short-named scopes,
+// a *Standard holds about 18 MiB of scope state and an *Adaptive, which
+// also keeps a rate limiter per scope, about 36 MiB.
+const MaxMaxScopes = 1 << 16
 
 // scopeCache keeps the state of the most recently used named scopes. When
 // it is full, the least recently used scope is forgotten; if it is seen

@@ -99,8 +99,8 @@ func (c *standardConfig) validate() error {
 		return configError("WithRetryAfterLimit", c.retryAfterLimit, ">= 0 (0 means no limit)")
 	case c.nilHook:
 		return configError("WithHook", "nil", "a non-nil Hook")
-	case c.maxScopes < 1:
-		return configError("WithMaxScopes", c.maxScopes, "1 or more")
+	case c.maxScopes < 1 || c.maxScopes > MaxMaxScopes:
+		return configError("WithMaxScopes", c.maxScopes, fmt.Sprintf("a number from 1 to %d (MaxMaxScopes)", MaxMaxScopes))
 	case c.quotaSet && c.quota == nil:
 		return configError("WithRetryQuota", "nil", "a non-nil *TokenBucket (WithoutRetryQuota turns the quota off)")
 	case c.quotaSet && c.noQuota:
@@ -325,7 +325,7 @@ func WithClassifier(cl Classifier) StandardOption {
 }
 
 // WithMaxScopes sets how many named scopes the strategy keeps state for
-// (default DefaultMaxScopes). Valid: 1 or more.
+// (default DefaultMaxScopes). Valid: 1 to MaxMaxScopes.
 func WithMaxScopes(n int) StandardOption {
 	return standardOption(func(c *standardConfig) { c.maxScopes = n })
 }

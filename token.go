@@ -32,6 +32,8 @@ type token struct {
 	pending   bool      // the attempt still needs a send slot (see engine.admit)
 	slotSince time.Time // when the attempt first asked for a send slot and found none
 	used      uint32    // set once refreshed, recorded or released (atomic)
+
+	prevBackoff time.Duration // the backoff chosen for this attempt, for a ChainedBackoff; 0 for the first
 }
 
 func (t *token) Delay() time.Duration { return t.delay }

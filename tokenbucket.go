@@ -224,11 +224,8 @@ func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: retry costs %d, bucket holds %v", ErrRetryQuotaExceeded, n, math.Floor(b.level))
 	}
 	b.take(cost)
-	wait := math.Ceil(-b.level / b.cfg.refillRate * float64(time.Second))
-	if wait >= math.MaxInt64 { // float64(math.MaxInt64) is 2^63
-		return math.MaxInt64, nil // saturate: the conversion would wrap
-	}
-	return time.Duration(wait), nil
+	// A long debt at a slow refill can exceed a Duration: saturate.
+	return satDuration(math.Ceil(-b.level / b.cfg.refillRate * float64(time.Second))), nil
 }
 
 // Release gives n tokens back to the bucket, never filling it beyond its

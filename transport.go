@@ -50,8 +50,9 @@ type Transport struct {
 	// Base sends each attempt. nil: http.DefaultTransport.
 	Base http.RoundTripper
 
-	// Strategy decides on retries. nil: DefaultStrategy(), shared by the
-	// whole process.
+	// Strategy decides on retries. nil: StrategyFromContext of the
+	// request's context, which is DefaultStrategy(), shared by the whole
+	// process, unless ContextWithStrategy set another.
 	Strategy RetryStrategy
 
 	// Scope names the strategy scope a request's attempts are counted in,
@@ -96,7 +97,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	strategy := t.Strategy
 	if strategy == nil {
-		strategy = DefaultStrategy()
+		strategy = StrategyFromContext(ctx)
 	}
 	if rt.base == nil {
 		rt.base = http.DefaultTransport

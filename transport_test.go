@@ -808,3 +808,76 @@ func TestTransportAdaptiveRateLimits(t *testing.T) {
 	assert.Positive(t, refused, "the limiter refused sends at its minimum rate")
 	assert.Less(t, srv.requests(), 6)
 }
+
+// closeRecorder is a response body that records when it is closed.
+type closeRecorder struct {
+	io.Reader
+	closed *atomic.Bool
+}
+
+func (b closeRecorder) Close() error { b.closed.Store(true); return nil }
+
+// observingStrategy lets one retry happen and records, while it decides,
+// whether the failed response's body had been closed already.
+type observingStrategy struct {
+	recorder
+	closed          *atomic.Bool
+	closedAtRefresh bool
+}
+
+func (s *observingStrategy) RefreshRetryToken(ctx context.Context, tok retry.RetryToken, err error) (retry.RetryToken, error) {
+	s.closedAtRefresh = s.closed.Load()
+	return s.recorder.RefreshRetryToken(ctx, tok, err)
+}
+
+func TestTransportFreesConnectionBeforeTheWait(t *testing.T) {
+	var closed atomic.Bool
+	calls := 0
+	base := roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		calls++
+		if calls == 1 {
+			return &http.Response{StatusCode: 503, Header: http.Header{},
+				Body: closeRecorder{Reader: strings.NewReader("busy"), closed: &closed}}, nil
+		}
+		resp, _ := response(200, "ok")
+		return resp, nil
+	})
+	s := &observingStrategy{recorder: recorder{max: 3}, closed: &closed}
+	tr := &retry.Transport{Base: base, Strategy: s}
+	resp, err := get(t, tr, "http://example.test/")
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readBody(t, resp))
+	assert.True(t, s.closedAtRefresh, "the small failed body was read and its connection freed before the strategy waited")
+}
+
+func TestTransportReturnsLargeFailedBodyIntact(t *testing.T) {
+	checkLeaks(t)
+	body := strings.Repeat("0123456789", 1000) // 10 KB, beyond what is buffered
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	tr := &retry.Transport{Base: srv.Client().Transport, Strategy: fast(t, 2)}
+
+	resp, err := get(t, tr, srv.URL)
+
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, body, readBody(t, resp), "the last response, all of its body")
+}
+
+func TestTransportStrategyFromContext(t *testing.T) {
+	s := &recorder{max: 2}
+	base := roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		resp, _ := response(200, "ok")
+		return resp, nil
+	})
+	req, err := http.NewRequestWithContext(retry.ContextWithStrategy(t.Context(), s), http.MethodGet, "http://example.test/", nil)
+	require.NoError(t, err)
+	resp, err := (&retry.Transport{Base: base}).RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, []string{"example.test"}, s.scopes, "a Transport without a Strategy uses the context's")
+	assert.Equal(t, 1, s.successes)
+}

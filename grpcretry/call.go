@@ -1,0 +1,155 @@
+package grpcretry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retrykit/retry"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// call drives the attempts of one RPC with the strategy: it is the only
+// place the interceptors talk to a retry.RetryStrategy, and it follows the
+// strategy contract's loop (acquire, attempt, refresh, attempt, ...,
+// record). The strategy does every wait.
+type call struct {
+	ctx      context.Context
+	s        retry.RetryStrategy // nil: retries disabled, and the interceptor calls gRPC directly
+	classify retry.Classifier
+	tok      retry.RetryToken
+	tokErr   error // the strategy refused the initial token: one attempt, no retries
+	attempts int
+}
+
+// start returns the call of one RPC, after the strategy has admitted its
+// first attempt. Its error, returned to the caller as is, means no attempt
+// may be made.
+func (cfg *config) start(ctx context.Context, method string, cc *grpc.ClientConn) (*call, error) {
+	switch {
+	case cfg.err != nil:
+		return nil, newCallError(ctx, 0, nil, cfg.err)
+	case ctx == nil:
+		return nil, newCallError(ctx, 0, nil, configError("interceptor", "a nil context.Context", "a non-nil Context"))
+	case cfg.disabled:
+		return &call{ctx: ctx}, nil
+	case callerDone(ctx) != nil:
+		return nil, newCallError(ctx, 0, nil, callerDone(ctx))
+	}
+	c := &call{ctx: ctx, s: cfg.strategy, classify: cfg.classifier}
+	if c.s == nil {
+		c.s = retry.StrategyFromContext(ctx)
+	}
+	if c.classify == nil {
+		c.classify = Classify
+	}
+	tok, err := c.s.AcquireInitialToken(ctx, cfg.scopeOf(ctx, method, cc))
+	if err == nil && tok == nil {
+		err = fmt.Errorf("%w: %T.AcquireInitialToken returned no token", retry.ErrInvalidToken, c.s)
+	}
+	if err != nil && noAttempt(ctx, err) {
+		return nil, newCallError(ctx, 0, nil, err)
+	}
+	c.tok, c.tokErr = tok, err
+	return c, nil
+}
+
+// noAttempt reports whether err, the strategy's refusal of an initial
+// token, forbids even the one attempt a refusal otherwise allows. A
+// strategy that is not configured properly allows none either.
+func noAttempt(ctx context.Context, err error) bool {
+	return errors.Is(err, retry.ErrRateLimited) || errors.Is(err, retry.ErrDeadlineTooSoon) ||
+		errors.Is(err, retry.ErrInvalidConfig) || (ctx.Err() != nil && errors.Is(err, ctx.Err()))
+}
+
+// failed reports that an attempt failed with err; trailer is the trailer
+// metadata the server sent with it, if any. It returns nil once the next
+// attempt may be made, or the error to give the caller.
+func (c *call) failed(err error, trailer metadata.MD) error {
+	c.attempts++
+	switch {
+	case callerDone(c.ctx) != nil:
+		// The caller's deadline or cancellation: never retried.
+		return newCallError(c.ctx, c.attempts, err, callerDone(c.ctx))
+	case c.tokErr != nil:
+		return newCallError(c.ctx, c.attempts, err, c.tokErr)
+	}
+	marked := &classified{err: err, c: withPushback(c.classify(err), trailer)}
+	tok, reason := c.s.RefreshRetryToken(c.ctx, c.tok, marked)
+	if reason == nil && tok == nil {
+		reason = fmt.Errorf("%w: %T.RefreshRetryToken returned no token", retry.ErrInvalidToken, c.s)
+	}
+	if reason != nil {
+		return newCallError(c.ctx, c.attempts, err, reason)
+	}
+	c.tok = tok
+	return nil
+}
+
+// succeeded reports that an attempt succeeded.
+func (c *call) succeeded() {
+	if c.tokErr == nil {
+		_ = c.s.RecordSuccess(c.tok) // the call succeeded; a bookkeeping error changes nothing for the caller
+	}
+}
+
+// callerDone returns why the caller's context is done, or nil if it is
+// not. A context whose deadline has passed is done, even if its timer has
+// not fired yet: gRPC already reports such a call as DEADLINE_EXCEEDED, and
+// the server may already have given up on it.
+func callerDone(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return contextReason(ctx)
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// contextReason returns ctx's error, with its cause if that says more.
+func contextReason(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
+}
+
+// callError is the error the interceptors return when they give up. It
+// unwraps to a *retry.Error, which wraps both the last attempt's error and
+// the reason for giving up, and it carries the gRPC status the caller
+// would have seen without the interceptor: the last attempt's, or the
+// context's once the caller's context is done.
+type callError struct {
+	err *retry.Error
+	st  *status.Status
+}
+
+func (e *callError) Error() string              { return e.err.Error() }
+func (e *callError) Unwrap() error              { return e.err }
+func (e *callError) GRPCStatus() *status.Status { return e.st }
+
+// newCallError returns the error for a call that made attempts attempts,
+// the last failing with err (nil if none was made), and gave up because of
+// reason.
+func newCallError(ctx context.Context, attempts int, err, reason error) error {
+	e := &callError{err: &retry.Error{Attempts: attempts, Err: err, Reason: reason}}
+	switch {
+	case ctx != nil && callerDone(ctx) != nil:
+		e.st = status.FromContextError(callerDone(ctx))
+	case err != nil:
+		e.st = status.Convert(err)
+	case errors.Is(reason, retry.ErrRateLimited):
+		e.st = status.New(codes.ResourceExhausted, reason.Error())
+	case errors.Is(reason, retry.ErrDeadlineTooSoon):
+		e.st = status.New(codes.DeadlineExceeded, reason.Error())
+	default:
+		e.st = status.New(codes.Internal, reason.Error())
+	}
+	return e
+}

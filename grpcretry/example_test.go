@@ -1,0 +1,132 @@
+package grpcretry_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/grpcretry"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// startingServer is a health service that is not ready for its first
+// check, as a server that is starting up might not be.
+type startingServer struct {
+	healthpb.UnimplementedHealthServer
+	checks atomic.Int32
+}
+
+func (s *startingServer) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if s.checks.Add(1) == 1 {
+		return nil, status.Error(codes.Unavailable, "starting")
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+// Dial with the interceptors, and a call that fails with UNAVAILABLE is
+// retried.
+func Example() {
+	// A server on the loopback interface.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, &startingServer{})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	defer func() { srv.Stop(); <-served }()
+
+	// The client: a strategy, and the interceptors that use it.
+	strategy, err := retry.NewStandard(
+		retry.WithBackoff(retry.ConstantBackoff(10*time.Millisecond)),
+		retry.WithHook(func(ev retry.Event) {
+			if ev.Kind == retry.EventRetry {
+				fmt.Println("retrying after", status.Code(ev.Err))
+			}
+		}),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	conn, err := grpc.NewClient(lis.Addr().String(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(grpcretry.UnaryClientInterceptor(grpcretry.WithStrategy(strategy))),
+		grpc.WithStreamInterceptor(grpcretry.StreamClientInterceptor(grpcretry.WithStrategy(strategy))),
+		grpc.WithDisableRetry(), // the strategy retries, not gRPC
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	fmt.Println(resp.GetStatus(), err)
+	// Output:
+	// retrying after Unavailable
+	// SERVING <nil>
+}
+
+// A classifier that retries ABORTED too, and leaves every other code to
+// Classify.
+func ExampleWithClassifier() {
+	abortedToo := func(err error) retry.Classification {
+		if status.Code(err) == codes.Aborted {
+			return retry.Classification{Safety: retry.SafetyYes}
+		}
+		return grpcretry.Classify(err)
+	}
+	for _, code := range []codes.Code{codes.Aborted, codes.Unavailable, codes.NotFound} {
+		fmt.Println(code, abortedToo(status.Error(code, "")).Retryable())
+	}
+
+	// Installed for every call of a connection:
+	_ = grpc.WithUnaryInterceptor(grpcretry.UnaryClientInterceptor(grpcretry.WithClassifier(abortedToo)))
+	// or passed to one call, as a grpc.CallOption:
+	_ = []grpc.CallOption{grpcretry.WithClassifier(abortedToo)}
+	// Output:
+	// Aborted true
+	// Unavailable true
+	// NotFound false
+}
+
+// Options passed to a call apply to that call only: here, a call that must
+// not be made twice.
+func ExampleDisable() {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, &startingServer{})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	defer func() { srv.Stop(); <-served }()
+
+	conn, err := grpc.NewClient(lis.Addr().String(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(grpcretry.UnaryClientInterceptor()),
+		grpc.WithDisableRetry(),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+	client := healthpb.NewHealthClient(conn)
+
+	_, err = client.Check(context.Background(), &healthpb.HealthCheckRequest{}, grpcretry.Disable())
+	fmt.Println(status.Code(err))
+	resp, err := client.Check(context.Background(), &healthpb.HealthCheckRequest{})
+	fmt.Println(resp.GetStatus(), err)
+	// Output:
+	// Unavailable
+	// SERVING <nil>
+}

@@ -1,0 +1,4 @@
+package grpcretry
+
+// Pushback exposes the trailer parser to the tests.
+var Pushback = pushback

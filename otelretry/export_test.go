@@ -1,0 +1,7 @@
+package otelretry
+
+// Seams for the tests of the attribute values.
+var (
+	ErrorType    = errorType
+	GiveUpReason = giveUpReason
+)
