@@ -199,6 +199,10 @@ func scopeFromContext(ctx context.Context) *scopeState {
 	if !contextStrategies.Load() {
 		return defaultScope
 	}
+	return scopeFromContextValue(ctx)
+}
+
+func scopeFromContextValue(ctx context.Context) *scopeState {
 	return fastScopeOf(StrategyFromContext(ctx))
 }
 
