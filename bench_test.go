@@ -2,6 +2,7 @@ package retry_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/retrykit/retry"
@@ -106,5 +107,29 @@ func BenchmarkDoOneRetry(b *testing.B) {
 		if _, err := retry.Do(ctx, fn, opt); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDoScopeChurn uses more named scopes than the strategy keeps,
+// in turn, so that every call creates a scope and forgets another: the
+// cost of the bound, at the largest bound allowed.
+func BenchmarkDoScopeChurn(b *testing.B) {
+	s, err := retry.NewStandard(retry.WithMaxScopes(retry.MaxMaxScopes))
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]retry.DoOption, 2*retry.MaxMaxScopes)
+	for i := range names {
+		names[i] = retry.WithScope(fmt.Sprintf("host-%d", i))
+	}
+	ctx := context.Background()
+	opt := retry.WithStrategy(s)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := retry.Do(ctx, work, opt, names[i]); err != nil {
+			b.Fatal(err)
+		}
+		i = (i + 1) % len(names)
 	}
 }

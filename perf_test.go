@@ -187,3 +187,26 @@ func TestFastPathUsesContextStrategy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, calls, "WithStrategy wins")
 }
+
+// TestScopeInUseIsKept: a scope used between the creations of many others
+// is never the one forgotten, however many there are.
+func TestScopeInUseIsKept(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithMaxScopes(3), retry.WithMaxCapacity(10),
+		retry.WithInitialTrySuccessIncrement(0), retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	ctx := context.Background()
+	tok, err := s.PlanInitialToken("hot")
+	require.NoError(t, err)
+	_, _, err = s.PlanRetryToken(tok, retry.Transient(errFlaky)) // takes 5, never given back
+	require.NoError(t, err)
+	for i := range 100 {
+		_, err := retry.Do(ctx, work, retry.WithStrategy(s), retry.WithScope(fmt.Sprintf("new-%d", i)))
+		require.NoError(t, err)
+		_, err = retry.Do(ctx, work, retry.WithStrategy(s), retry.WithScope("hot"))
+		require.NoError(t, err)
+	}
+	st, ok := s.Stats("hot")
+	require.True(t, ok)
+	assert.Equal(t, 5.0, st.RetryQuota.Available, "the scope in use kept its state")
+	assert.Len(t, s.AllStats(), 4, "the default scope and 3 named ones")
+}

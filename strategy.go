@@ -84,10 +84,11 @@ type scopeState struct {
 	// alwaysQuiet without either, and neverQuiet with a limiter.
 	quiet *atomic.Bool
 
-	// For the scope cache: the cache's epoch when the scope was last
-	// used (atomic), and the order in which scopes were created.
-	used atomic.Uint64
-	seq  uint64
+	// For the scope cache: the cache's epoch when the scope was last used,
+	// whether it was forgotten, and the order in which scopes were made.
+	used      atomic.Uint64
+	forgotten atomic.Bool
+	seq       uint64
 }
 
 // engine is the retry logic that Standard and Adaptive share. It is
@@ -543,28 +544,34 @@ const MaxMaxScopes = 1 << 16
 //
 // Reading a kept scope takes no lock and, in the common case, writes no
 // shared memory, so that many goroutines using the same scopes do not
-// contend: the scopes are in a map that is never changed once published
-// (creating a scope publishes a copy), and a use marks a scope with the
-// cache's epoch, a counter that moves on each time a scope is created.
-// Recency is known to that precision: of the scopes last used between the
-// same two creations, the oldest is taken for the least recently used.
-// The scope found last is also kept apart, so that a strategy used mostly
-// for one scope finds it with a string comparison instead of a hash.
-// Creating a scope takes a lock and copies the map, at most limit
-// entries, and when the cache is full, scans for the least recently used
-// scope.
+// contend. The scope found last is kept apart (hot), so that a strategy
+// used mostly for one scope finds it with a string comparison and two
+// atomic loads; other scopes are in a sync.Map. Each creation of a scope
+// starts a new epoch, and a use stamps the scope with the epoch (a write
+// at most once per scope and epoch). Creating a scope takes a lock and,
+// when the cache is full, forgets the scope with the oldest stamp among
+// the next evictionWindow scopes in creation order, from where the last
+// eviction left off: in a cache of at most evictionWindow scopes, that is
+// the least recently used one, to the precision of an epoch (of scopes
+// last used in the same epoch, the first created goes); in a larger one,
+// an approximation that costs a constant time. A forgotten hot scope is
+// told from a live one by its stamp: forgetting it started a new epoch.
 type scopeCache struct {
 	newState func(name string) *scopeState
 	limit    int
 
-	m     atomic.Pointer[map[string]*scopeState] // never changed once stored
-	hot   atomic.Pointer[scopeState]             // the scope last found in m
+	m     sync.Map // scope name to *scopeState
+	hot   atomic.Pointer[scopeState]
 	epoch atomic.Uint64
 
-	mu  sync.Mutex    // serializes creation and eviction
-	all []*scopeState // what m holds, for eviction and snapshots
-	seq uint64
+	mu   sync.Mutex    // serializes creation and eviction
+	ring []*scopeState // what m holds, in the order eviction looks at them
+	hand int           // where the next eviction starts looking
+	seq  uint64
 }
+
+// evictionWindow is how many scopes an eviction compares.
+const evictionWindow = 32
 
 // scopeEntry is a named scope, as snapshot reports it.
 type scopeEntry struct {
@@ -573,25 +580,26 @@ type scopeEntry struct {
 }
 
 func newScopeCache(limit int, newState func(name string) *scopeState) *scopeCache {
-	c := &scopeCache{newState: newState, limit: limit}
-	c.m.Store(new(map[string]*scopeState))
-	return c
+	return &scopeCache{newState: newState, limit: limit}
 }
 
 // lookup returns the state of a scope the cache keeps, without creating
 // it or counting a use.
 func (c *scopeCache) lookup(name string) (*scopeState, bool) {
-	st, ok := (*c.m.Load())[name]
-	return st, ok
+	if v, ok := c.m.Load(name); ok {
+		return v.(*scopeState), true
+	}
+	return nil, false
 }
 
 // snapshot returns the scopes the cache keeps, from the most to the least
-// recently used.
+// recently used (to the precision of an epoch: of scopes last used in the
+// same one, the last created first).
 func (c *scopeCache) snapshot() []scopeEntry {
 	c.mu.Lock()
-	all := slices.Clone(c.all)
+	all := slices.Clone(c.ring)
 	c.mu.Unlock()
-	slices.SortFunc(all, func(a, b *scopeState) int { return -compareUse(a, b) })
+	slices.SortFunc(all, func(a, b *scopeState) int { return compareUse(b, a) })
 	entries := make([]scopeEntry, len(all))
 	for i, st := range all {
 		entries[i] = scopeEntry{name: st.name, state: st}
@@ -599,16 +607,10 @@ func (c *scopeCache) snapshot() []scopeEntry {
 	return entries
 }
 
-// compareUse orders a and b from the least to the most recently used.
-func compareUse(a, b *scopeState) int {
-	return cmp.Or(cmp.Compare(a.used.Load(), b.used.Load()), cmp.Compare(a.seq, b.seq))
-}
-
 // get returns the state of the named scope, creating it if needed, and
-// counts a use. The hot scope, used already in the current epoch, is
-// found with no more than a string comparison and two atomic loads: it
-// was not forgotten since (forgetting a scope starts a new epoch), and its
-// use is counted.
+// counts a use. The hot scope, already used in the current epoch, is
+// returned at once: it was not forgotten since (forgetting a scope starts
+// a new epoch), and its use is counted.
 func (c *scopeCache) get(name string) *scopeState {
 	if st := c.hot.Load(); st != nil && st.name == name && st.used.Load() == c.epoch.Load() {
 		return st
@@ -616,64 +618,79 @@ func (c *scopeCache) get(name string) *scopeState {
 	return c.find(name)
 }
 
-// find is get for a scope other than the hot one, or not used yet in the
-// current epoch.
+// find is get for a scope other than the hot one, or whose use is not
+// counted yet.
 func (c *scopeCache) find(name string) *scopeState {
-	st, ok := (*c.m.Load())[name]
+	v, ok := c.m.Load(name)
 	if !ok {
 		return c.create(name)
 	}
+	st := v.(*scopeState)
 	c.touch(st)
 	if c.hot.Load() != st {
 		c.hot.Store(st)
-		if (*c.m.Load())[name] != st {
-			// st was forgotten since m was loaded: a scope of the new
-			// epoch (create publishes m first) must not be hot.
+		if st.forgotten.Load() {
+			// Forgotten since it was loaded: it must not stay hot. (If
+			// touch saw the epoch its forgetting started, this sees the
+			// flag, set before.)
 			c.hot.CompareAndSwap(st, nil)
 		}
 	}
 	return st
 }
 
-// touch counts a use of st.
+// touch counts a use of st, writing only if its stamp changes.
 func (c *scopeCache) touch(st *scopeState) {
 	if e := c.epoch.Load(); st.used.Load() != e {
-		st.used.Store(e) // at most once per epoch: no write in the common case
+		st.used.Store(e)
 	}
 }
 
 // create returns the state of the named scope, creating it unless another
-// goroutine just did, and forgets the least recently used scope if the
-// cache is full.
+// goroutine just did, and forgets a scope first if the cache is full.
 func (c *scopeCache) create(name string) *scopeState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := *c.m.Load()
-	if st, ok := old[name]; ok {
-		st.used.Store(c.epoch.Load())
+	if v, ok := c.m.Load(name); ok {
+		st := v.(*scopeState)
+		c.touch(st)
 		return st
-	}
-	m := make(map[string]*scopeState, min(len(old)+1, c.limit))
-	for k, v := range old {
-		m[k] = v
-	}
-	if len(c.all) >= c.limit {
-		i := 0
-		for j := range c.all {
-			if compareUse(c.all[j], c.all[i]) < 0 {
-				i = j
-			}
-		}
-		delete(m, c.all[i].name)
-		c.all = slices.Delete(c.all, i, i+1)
 	}
 	c.seq++
 	st := c.newState(name)
 	st.seq = c.seq
-	c.all = append(c.all, st)
-	m[name] = st
-	c.m.Store(&m) // before the new epoch, which find relies on
-	st.used.Store(c.epoch.Add(1))
+	if len(c.ring) < c.limit {
+		c.ring = append(c.ring, st)
+	} else {
+		i := c.leastRecentlyUsed()
+		old := c.ring[i]
+		old.forgotten.Store(true)
+		c.m.Delete(old.name)
+		c.ring[i] = st
+		c.hand = (i + 1) % len(c.ring)
+	}
+	c.m.Store(name, st)
+	st.used.Store(c.epoch.Add(1)) // after the flag, which find relies on
 	c.hot.Store(st)
 	return st
+}
+
+// leastRecentlyUsed returns the index in c.ring of the scope with the
+// oldest stamp, of the evictionWindow scopes from the hand on (of those
+// stamped in the same epoch, the first created). c.mu must be held.
+func (c *scopeCache) leastRecentlyUsed() int {
+	n := len(c.ring)
+	best := c.hand
+	for k := 1; k < min(n, evictionWindow); k++ {
+		i := (c.hand + k) % n
+		if compareUse(c.ring[i], c.ring[best]) < 0 {
+			best = i
+		}
+	}
+	return best
+}
+
+// compareUse orders a and b from the least to the most recently used.
+func compareUse(a, b *scopeState) int {
+	return cmp.Or(cmp.Compare(a.used.Load(), b.used.Load()), cmp.Compare(a.seq, b.seq))
 }
