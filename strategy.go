@@ -121,13 +121,6 @@ func (e *engine) scopeState(name string) *scopeState {
 	return e.scopes.get(name)
 }
 
-// admitNow reports, for Do's fast path, whether a first attempt in st may
-// be sent now: st has no rate limiter, or its limiter gives a send slot at
-// once. If not, Do takes the general path, which waits or refuses.
-func (st *scopeState) admitNow() bool {
-	return st.limiter == nil || st.limiter.admitNow()
-}
-
 // succeeded records the success of a first attempt in st. With a full
 // bucket and no rate limiter, the common case, it is one atomic load.
 func (st *scopeState) succeeded() {
@@ -136,19 +129,26 @@ func (st *scopeState) succeeded() {
 	}
 }
 
-var alwaysQuiet, neverQuiet atomic.Bool
-
-func init() { alwaysQuiet.Store(true) }
+// The quiet flags of scopes with neither a bucket nor a limiter, and of
+// scopes with a limiter.
+var (
+	alwaysQuiet = func() *atomic.Bool {
+		b := new(atomic.Bool)
+		b.Store(true)
+		return b
+	}()
+	neverQuiet = new(atomic.Bool)
+)
 
 // setQuiet sets st.quiet once st's bucket and limiter are set.
 func (st *scopeState) setQuiet() {
 	switch {
 	case st.limiter != nil:
-		st.quiet = &neverQuiet
+		st.quiet = neverQuiet
 	case st.bucket != nil:
 		st.quiet = &st.bucket.full
 	default:
-		st.quiet = &alwaysQuiet
+		st.quiet = alwaysQuiet
 	}
 }
 
