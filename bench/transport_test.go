@@ -44,7 +44,7 @@ type httpCaller struct {
 
 // transportCallers returns the callers for the HTTP cases: a server that
 // fails fail times and then succeeds, reached through a plain http.Client
-// (direct, which makes fail+1 requests), retrykit's Transport, and
+// (direct, which sends one request fail+1 times), retrykit's Transport, and
 // go-retryablehttp, each in its fastest configuration: no delays, no
 // logger.
 func transportCallers(tb testing.TB, fail int) []httpCaller {
@@ -64,12 +64,12 @@ func transportCallers(tb testing.TB, fail int) []httpCaller {
 
 	return []httpCaller{
 		{"direct", func(ctx context.Context) (*http.Response, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return nil, err
+			}
 			for i := 0; ; i++ {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-				if err != nil {
-					return nil, err
-				}
-				resp, err := plain.Do(req)
+				resp, err := plain.Do(req) // a request without a body may be sent again
 				if err != nil || resp.StatusCode < 500 || i == fail {
 					return resp, err
 				}
