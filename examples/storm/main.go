@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/retrykit/retry/internal/storm"
@@ -27,10 +28,26 @@ import (
 func main() {
 	svgPath := flag.String("svg", "storm.svg", "where to write the chart (empty: no chart)")
 	seed := flag.Uint64("seed", 1, "seed of the workload and of the backoff jitter")
+	only := flag.String("only", "", "comma-separated names of the scenarios to run (empty: all)")
 	flag.Parse()
 	log.SetFlags(0)
 
 	scenarios := storm.Scenarios()
+	if *only != "" {
+		var picked []storm.Scenario
+		for _, name := range strings.Split(*only, ",") {
+			found := false
+			for _, sc := range scenarios {
+				if sc.Name == name {
+					picked, found = append(picked, sc), true
+				}
+			}
+			if !found {
+				log.Fatalf("no scenario %q", name)
+			}
+		}
+		scenarios = picked
+	}
 	start := time.Now()
 	results, err := storm.RunAll(scenarios, storm.Modes, *seed)
 	if err != nil {

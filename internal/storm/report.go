@@ -35,8 +35,8 @@ func RunAll(scenarios []Scenario, modes []Mode, seed uint64) ([]Result, error) {
 // scenario, followed by the definitions of its columns.
 func WriteTable(w io.Writer, scenarios []Scenario, results []Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-20s %9s %8s %7s %8s %9s %8s %9s\n",
-		"mode", "requests", "failed", "amplif", "outage", "throttled", "goodput", "recovery")
+	fmt.Fprintf(&b, "%-20s %8s %8s %8s %8s %6s %6s %9s %7s %6s %6s %8s\n",
+		"mode", "requests", "ok", "failed", "refused", "amplif", "outage", "throttled", "goodput", "p50", "p99", "recovery")
 	for _, sc := range scenarios {
 		fmt.Fprintf(&b, "%s\n", sc.Title)
 		for _, r := range results {
@@ -55,25 +55,38 @@ func WriteTable(w io.Writer, scenarios []Scenario, results []Result) error {
 			default:
 				recovery = fmt.Sprintf("%.1fs", r.Recovery.Seconds())
 			}
-			fmt.Fprintf(&b, "  %-18s %9d %8d %7.3f %8s %8.1f%% %7.1f%% %9s\n",
-				r.Mode, r.Requests, r.Failed, r.Amplification, outage,
-				100*r.ThrottledShare, 100*r.Goodput, recovery)
+			fmt.Fprintf(&b, "  %-18s %8d %8d %8d %8d %6.3f %6s %8.1f%% %6.1f%% %6s %6s %8s\n",
+				r.Mode, r.Requests, r.Succeeded, r.Failed, r.Refused, r.Amplification, outage,
+				100*r.ThrottledShare, 100*r.Goodput, seconds(r.LatencyP50), seconds(r.LatencyP99), recovery)
 		}
 	}
 	b.WriteString(`
-requests   requests that ended within the run; failed: gave up (retries refused
-           or spent, deadline, rate limited) - a request that never got to send
-           counts as failed, so amplif can fall below 1
+requests   requests that ended within the run; ok: succeeded; failed: gave up
+           (retries refused or spent, deadline, no send slot in time)
+refused    failed requests whose attempt the client did not send: no send
+           slot within the bound on the wait (fail fast); a request that never
+           got to send counts as failed, so amplif can fall below 1
 amplif     attempts sent per request
 outage     attempts per request for requests started in the outage, 10 s or
            more after it began (once a retry quota has drained)
 throttled  share of attempts answered 429
 goodput    successful requests / what the server could serve over the run
+p50, p99   latency of the successful requests on the client, from the
+           request's start to its success (backoff and send-slot waits included)
 recovery   from the heal to the first 1-s window (on a 100-ms grid) whose
-           successes reach 95% of the mean rate over the 60 s before the incident
+           successes reach 95% of the mean rate over the 60 s before the
+           incident (for an incident at the start: over the last 60 s)
 `)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// seconds formats d in seconds, to two significant decimals below 1 s.
+func seconds(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
 // Colors of the modes in charts.

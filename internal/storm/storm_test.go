@@ -26,7 +26,7 @@ func scenario(t *testing.T, name string) Scenario {
 	return Scenario{}
 }
 
-func run(t *testing.T, sc Scenario, m Mode) Result {
+func runMode(t *testing.T, sc Scenario, m Mode) Result {
 	t.Helper()
 	r, err := Run(sc, m, 1)
 	if err != nil {
@@ -38,7 +38,7 @@ func run(t *testing.T, sc Scenario, m Mode) Result {
 func TestDeterministic(t *testing.T) {
 	sc := short(scenario(t, "overload"), 40*time.Second)
 	for _, m := range Modes {
-		a, b := run(t, sc, m), run(t, sc, m)
+		a, b := runMode(t, sc, m), runMode(t, sc, m)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%v: two runs with the same seed differ:\n%+v\n%+v", m, a, b)
 		}
@@ -59,7 +59,7 @@ func TestInvariants(t *testing.T) {
 	for _, sc := range []Scenario{outage, overload} {
 		rs := map[Mode]Result{}
 		for _, m := range Modes {
-			r := run(t, sc, m)
+			r := runMode(t, sc, m)
 			rs[m] = r
 			if r.Requests != r.Succeeded+r.Failed || r.Requests == 0 {
 				t.Errorf("%s/%v: %d requests, %d succeeded, %d failed", sc.Name, m, r.Requests, r.Succeeded, r.Failed)
@@ -82,10 +82,10 @@ func TestInvariants(t *testing.T) {
 			t.Errorf("%s: naive amplification %v < standard %v", sc.Name, rs[Naive].Amplification, rs[Standard].Amplification)
 		}
 	}
-	if r := run(t, outage, Naive); r.OutageAmplification < 2.9 {
+	if r := runMode(t, outage, Naive); r.OutageAmplification < 2.9 {
 		t.Errorf("naive retries in an outage: %v attempts per request, want 3", r.OutageAmplification)
 	}
-	a, s := run(t, overload, Adaptive), run(t, overload, Standard)
+	a, s := runMode(t, overload, Adaptive), runMode(t, overload, Standard)
 	if a.ThrottledShare >= s.ThrottledShare/5 {
 		t.Errorf("overload: adaptive throttled %.3f, standard %.3f", a.ThrottledShare, s.ThrottledShare)
 	}
@@ -94,13 +94,13 @@ func TestInvariants(t *testing.T) {
 // TestTargets checks the targets on the demo's scenarios (full
 // length: they take about a second of real time together).
 func TestTargets(t *testing.T) {
-	if r := run(t, scenario(t, "outage"), Standard); r.OutageAmplification > 1.05 {
+	if r := runMode(t, scenario(t, "outage"), Standard); r.OutageAmplification > 1.05 {
 		t.Errorf("(a) standard: %.3f attempts per request once the quota drained, want <= 1.05", r.OutageAmplification)
 	}
-	if r := run(t, scenario(t, "overload"), Adaptive); r.ThrottledShare >= 0.05 || r.Goodput < 0.95 {
+	if r := runMode(t, scenario(t, "overload"), Adaptive); r.ThrottledShare >= 0.05 || r.Goodput < 0.95 {
 		t.Errorf("(b) adaptive: %.1f%% throttled (want < 5%%), goodput %.1f%% (want >= 95%%)", 100*r.ThrottledShare, 100*r.Goodput)
 	}
-	if r := run(t, scenario(t, "brownout"), Adaptive); r.Recovery < 0 || r.Recovery > 10*time.Second {
+	if r := runMode(t, scenario(t, "brownout"), Adaptive); r.Recovery < 0 || r.Recovery > 10*time.Second {
 		t.Errorf("(c) adaptive: recovered after %v, want within 10s", r.Recovery)
 	}
 }
@@ -108,7 +108,7 @@ func TestTargets(t *testing.T) {
 func TestRecoveryWithoutRetries(t *testing.T) {
 	// Without retries nothing holds clients back after the heal.
 	for _, name := range []string{"outage", "brownout"} {
-		if r := run(t, scenario(t, name), None); r.Recovery < 0 || r.Recovery > time.Second {
+		if r := runMode(t, scenario(t, name), None); r.Recovery < 0 || r.Recovery > time.Second {
 			t.Errorf("%s: no retries recovered after %v", name, r.Recovery)
 		}
 	}
@@ -116,7 +116,7 @@ func TestRecoveryWithoutRetries(t *testing.T) {
 
 func TestServerWindows(t *testing.T) {
 	sc := Scenario{Duration: 3 * time.Second, Capacity: 100.0 / 3}
-	sv := server{sc: &sc, window: -1}
+	sv := newServer(&sc, nil)
 	for w, want := range []int{33, 33, 34} {
 		served := 0
 		for range 50 {
