@@ -45,7 +45,13 @@ type adaptiveConfig struct {
 }
 
 func adaptiveDefaults(p Profile) adaptiveConfig {
-	return adaptiveConfig{standardConfig: profileConfig(p), limiter: defaultLimiterConfig()}
+	return adaptiveConfig{standardConfig: profileConfig(p), limiter: limiterDefaults(false)}
+}
+
+// publishedDefaults is adaptiveDefaults with the published algorithm's
+// limiter defaults, which WithPublishedCUBIC selects.
+func publishedDefaults(p Profile) adaptiveConfig {
+	return adaptiveConfig{standardConfig: profileConfig(p), limiter: limiterDefaults(true)}
 }
 
 func (c *adaptiveConfig) validate() error {
@@ -70,7 +76,13 @@ func NewAdaptive(opts ...AdaptiveOption) (*Adaptive, error) {
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
-	cfg := configure(opts, adaptiveDefaults, AdaptiveOption.applyAdaptive, func(c *adaptiveConfig) Profile { return c.profile })
+	profile := func(c *adaptiveConfig) Profile { return c.profile }
+	cfg := configure(opts, adaptiveDefaults, AdaptiveOption.applyAdaptive, profile)
+	if cfg.limiter.published {
+		// Options only set fields: apply them again over the published
+		// algorithm's defaults, so they override its constants.
+		cfg = configure(opts, publishedDefaults, AdaptiveOption.applyAdaptive, profile)
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

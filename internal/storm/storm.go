@@ -56,8 +56,8 @@ const (
 	Standard
 	// Adaptive is NewAdaptive with its defaults.
 	Adaptive
-	// AdaptivePublished is NewAdaptive with the published algorithm's
-	// constants: WithReductionCooldown(0), a reduction on every throttle.
+	// AdaptivePublished is NewAdaptive with the published algorithm of the
+	// AWS SDKs: WithPublishedCUBIC(), a reduction on every throttle.
 	AdaptivePublished
 )
 
@@ -91,9 +91,9 @@ func (m Mode) Description() string {
 	case Standard:
 		return "NewStandard(): defaults (3 attempts, exponential backoff, 500-token quota)"
 	case Adaptive:
-		return "NewAdaptive(): defaults (standard + CUBIC rate limiter, 500 ms reduction cooldown)"
+		return "NewAdaptive(): defaults (standard + rate limiter that cuts on a significant throttled share and verifies each cut)"
 	case AdaptivePublished:
-		return "NewAdaptive(WithReductionCooldown(0), WithBeta(PublishedBeta)): the published algorithm, a reduction on every throttle"
+		return "NewAdaptive(WithPublishedCUBIC()): the AWS SDKs' published algorithm, a reduction on every throttle"
 	}
 	return m.String()
 }
@@ -131,8 +131,7 @@ func (m Mode) NewStrategy(clock retry.Clock, random func() float64) (retry.Retry
 	case Adaptive:
 		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff))
 	case AdaptivePublished:
-		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff),
-			retry.WithReductionCooldown(0), retry.WithBeta(retry.PublishedBeta))
+		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithPublishedCUBIC())
 	}
 	return nil, fmt.Errorf("storm: unknown mode %d", int(m))
 }
