@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -10,33 +9,34 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults for NewRateLimiter. The limiter runs retrykit's own algorithm
-// unless WithPublishedCUBIC selects the published one; the constants below
-// that only one algorithm uses say so.
+// Defaults for NewRateLimiter. A RateLimiter runs retrykit's own algorithm
+// unless WithPublishedCUBIC selects the published one (see RateLimiter);
+// each constant says which algorithm uses it.
 const (
-	// DefaultBeta is the default algorithm's cut: on congestion, the send
-	// rate becomes DefaultBeta times the rate the service accepted.
-	DefaultBeta = 0.9
+	// DefaultBeta bounds the default algorithm's cuts: one cut never takes
+	// the send rate below DefaultBeta times the rate in use.
+	DefaultBeta = 0.5
 
-	// PublishedBeta is the published algorithm's factor by which a
-	// reduction multiplies the send rate in use, as in TCP CUBIC. The
+	// PublishedBeta is the published algorithm's factor by which each
+	// throttle multiplies the send rate in use, as in TCP CUBIC. The
 	// cross-SDK vectors assume it.
 	PublishedBeta = 0.7
 
 	// DefaultScaleConstant scales the default algorithm's growth curve,
-	// in units of the capacity estimate per second cubed: 0.02 brings the
-	// rate back to the estimate about 1.7 s after a cut and takes it 16%
-	// beyond 2 s later.
-	DefaultScaleConstant = 0.02
+	// in units of the capacity estimate per second cubed: the rate grows
+	// 0.3% above the estimate in the first second after a cut, 2.4% in
+	// two, 8% in three and 19% in four.
+	DefaultScaleConstant = 0.003
 
 	// PublishedScaleConstant scales the published algorithm's CUBIC
 	// curve, in sends per second per second cubed.
 	PublishedScaleConstant = 0.4
 
 	// DefaultThrottleTolerance is the share of throttled attempts that the
-	// default algorithm tolerates without cutting the rate, above the
-	// share it has learned that cutting does not reduce.
-	DefaultThrottleTolerance = 0.02
+	// default algorithm takes for load-independent throttling (a hot
+	// partition key, a per-operation limit) while it is not limiting the
+	// client's sends: up to it, throttles never cut the rate.
+	DefaultThrottleTolerance = 0.1
 
 	// DefaultSmoothing is the weight of the newest measurement window in the
 	// smoothed measured send rate (both algorithms).
@@ -60,21 +60,23 @@ const (
 // rate, so a client that sends little cannot build up a rate it never used.
 const maxRateFactor = 2
 
-// The default algorithm's fixed parameters.
+// The default algorithm's fixed parameters (see RateLimiter).
 const (
-	// recentWindows is how many measurement windows the default algorithm
-	// looks back over: its evidence of congestion.
-	recentWindows = 8
+	// evidenceWindows is how many of the newest measurement windows a cut
+	// is decided on: one second with the default window.
+	evidenceWindows = 2
 	// significance is how many standard deviations above the tolerated
-	// share the throttles must be to count as congestion: with n attempts
-	// and a tolerated share p, more than p*n + significance*sqrt(p*n).
+	// share the throttles must be to cut: with n attempts and a tolerated
+	// share p, more than p*n + significance*sqrt(p*n).
 	significance = 2
-	// verifyAttempts and verifyWindows: a cut is judged on at least
-	// verifyWindows windows after it (the settling one not counted), and
-	// on at least verifyAttempts attempts unless recentWindows windows
-	// pass first.
-	verifyAttempts = 40
-	verifyWindows  = 2
+	// learnWindows and learnAttempts: the load-independent share is
+	// learned over the last learnWindows windows, when they hold at least
+	// learnAttempts attempts.
+	learnWindows  = 8
+	learnAttempts = 40
+	// limitingShare: the limiter counts as limiting the client when it
+	// sends at least this share of the allowed rate.
+	limitingShare = 0.6
 )
 
 // A RateLimiter paces the attempts a client sends to a service: the
@@ -90,52 +92,46 @@ const (
 // minimum fill rate. Before the limiter first reduces the rate, Acquire
 // delays nothing, takes no token and takes no lock.
 //
-// # The default algorithm: cut on congestion, and check that it helped
+// # The default algorithm: cut by the excess throttled share
 //
-// A throttle says the service refused an attempt, not why. When the
+// A throttle says that the service refused an attempt, not why. When the
 // service is overloaded, sending less makes throttles rarer; when it
 // throttles a share of requests whatever the rate (a hot partition key, a
-// per-operation limit), sending less only sends less. The limiter therefore
-// reacts to the throttled share of its recent attempts, not to single
-// throttles, and verifies each reduction:
+// per-operation limit), sending less only sends less. The limiter
+// therefore reacts to the throttled share of its recent attempts, not to
+// single throttles; and a share is the same for each member of a fleet of
+// clients as for one big client, so a fleet reacts as one client would.
 //
-//   - Evidence. It counts attempts and throttles in measurement windows
-//     (DefaultMeasurementWindow) and looks at the last recentWindows (4)
-//     of them. The share is the same for each member of a fleet of clients
-//     as for one big client, so a fleet reacts as one client would.
-//   - Cut. When the throttles are more than the tolerated share p explains
-//     (with n attempts, more than p*n + 2*sqrt(p*n), and at least one
-//     attempt accepted), the service is taken to be at capacity: the rate
-//     it accepted over those windows is the estimate of the client's
-//     share of the capacity, and the send rate is cut to beta times that
-//     estimate (DefaultBeta, 0.9). p starts at the throttle tolerance
-//     (DefaultThrottleTolerance, 2%) above the learned share (below).
-//   - Verify. The window after a cut is left to settle (responses to
-//     earlier sends, and the other members of a fleet cutting too); then
-//     the throttled share of at least verifyAttempts (40) attempts or
-//     recentWindows windows is compared with the share that caused the
-//     cut. If it did not fall to half or less, the throttling does not
-//     depend on the load: the limiter restores the rate it had before the
-//     cut. Either way the share after the cut becomes the learned share,
-//     which later cuts must exceed by the tolerance: a steady few percent
-//     of load-independent throttles stops causing cuts.
-//   - Grow. From a cut the rate follows a cubic curve centred on the
-//     capacity estimate W: W*(1 + c*(t-K)^3), t seconds after the cut, with
-//     K = cbrt((1-beta)/c) and c the scale constant (DefaultScaleConstant,
-//     0.02). It climbs back to W, levels off there, and then probes beyond
-//     it ever faster, so capacity that comes back is found within seconds.
-//     Scaled to W, the curve grows each member of a fleet in proportion
-//     to its share, as it grows one big client.
-//   - Start-up. Until it first cuts, the limiter delays nothing. Throttles
-//     with no accepted attempt in the recent windows (a burst of throttles
-//     at start-up, or an outage reported as throttling) never cut: there is
-//     no accepted rate to estimate from, and the retry quota already
-//     contains the retries.
+//   - Cut. Each measurement window (DefaultMeasurementWindow) that holds a
+//     throttle, the limiter looks at the share of the attempts of the
+//     last evidenceWindows (2) windows that were throttled. If that share
+//     is significantly above the tolerated share p (with n attempts, more
+//     than p*n + 2*sqrt(p*n) throttles), it cuts the rate in use by the
+//     share in excess of p: with p = 0, to the rate the service accepted.
+//     One cut never goes below beta times the rate in use (DefaultBeta,
+//     0.5). The rate after the cut is the capacity estimate W.
+//   - Grow. From a cut the rate follows the curve W*(1 + c*t^3), t
+//     seconds after the cut, with c the scale constant
+//     (DefaultScaleConstant, 0.003): it stays close to W for two seconds,
+//     then probes beyond it ever faster. Scaled to W, the curve grows each
+//     member of a fleet in proportion to its share, as it grows one big
+//     client.
+//   - Load-independent throttling. While the limiter is not limiting the
+//     client (it has not cut yet, or the client sends less than 60% of
+//     the allowed rate), a share of throttles up to the throttle tolerance
+//     (DefaultThrottleTolerance, 10%) never cuts: it cannot be congestion
+//     this client causes. The limiter learns it, as the share over the
+//     last 4 s (when they hold 40 attempts or more), and tolerates that
+//     much (p above) when it limits the client later. A larger share cuts
+//     the rate: that is congestion.
+//   - Start-up. Throttles before the first accepted attempt are not
+//     counted: a burst of throttles at start-up says nothing about the
+//     rate the service accepts, and must not pin the rate at the floor.
 //
 // In the storm simulation (go run ./examples/storm; a deterministic model
-// of closed-loop clients, see the README), against clients that offer 3x a
-// server's capacity, the default algorithm serves at least 95% of the
-// capacity with under 5% of sends throttled, from one client or from a
+// of closed-loop clients, see the README), against clients that offer 3x
+// a server's capacity, the default algorithm serves 95% of the capacity
+// or more with under 5% of sends throttled, from one client or from a
 // fleet of ten; with 5% of attempts throttled whatever the load it
 // completes as many requests as the standard mode.
 //
@@ -145,19 +141,20 @@ const (
 // mode exactly, as the cross-SDK conformance vectors check it. The first
 // throttle enables the limiter; every throttle cuts the rate to beta
 // (PublishedBeta, 0.7) times the rate in use, which becomes the curve's
-// maximum; successes grow it along the CUBIC curve
-// c*(t-K)^3 + max, with K = cbrt(max*(1-beta)/c) and c =
-// PublishedScaleConstant (0.4 sends per second per second cubed). With many
-// attempts in flight, one overload throttles many at once and the rate
-// collapses several times over; a steady load-independent share of
-// throttles pins the rate at the minimum fill rate; and a throttle before
-// the first measurement window has closed cuts the rate to the minimum.
-// WithReductionCooldown limits it to one cut per congestion episode.
+// maximum; successes grow it along the CUBIC curve c*(t-K)^3 + max, with
+// K = cbrt(max*(1-beta)/c) and c = PublishedScaleConstant (0.4 sends per
+// second per second cubed). With many attempts in flight, one overload
+// throttles many at once and the rate collapses several times over; a
+// steady load-independent share of throttles holds the rate at the minimum
+// fill rate; and a throttle before the first measurement window has closed
+// cuts the rate to the minimum. WithReductionCooldown limits it to one cut
+// per congestion episode.
 //
 // # Waiting
 //
 // The token bucket's capacity is a whole number of tokens: the bucket holds
-// at most floor(Capacity) tokens (see RateLimiterStats).
+// at most floor(Capacity) tokens (see RateLimiterStats). A cut empties the
+// bucket: what it held was earned at the rate just cut.
 //
 // A RateLimiter is safe for concurrent use by multiple goroutines; share one
 // between all the clients of a service. The zero value is not usable: create
@@ -180,57 +177,26 @@ type RateLimiter struct {
 	calculated float64 // published: the last rate CUBIC calculated
 	// lastMaxRate is the rate the growth curve is centred on: published,
 	// the rate in use at the last reduction; default, the capacity
-	// estimate.
+	// estimate W.
 	lastMaxRate  float64
-	lastThrottle time.Time // when the last reduction happened; start before the first
+	lastThrottle time.Time // when the curve last started; start before the first
 	fillRate     float64
 	capacity     float64
 	share        shareState // the default algorithm's state
 }
 
-// shareState is the default algorithm's view of the throttled share.
+// shareState is the default algorithm's record of throttled shares.
 type shareState struct {
-	open   windowCount                // the current measurement window
-	recent [recentWindows]windowCount // the last closed windows, oldest first
-	fresh  int                        // how many of recent hold counts
+	open   windowCount               // the current measurement window
+	recent [learnWindows]windowCount // the last closed windows, oldest first
+	fresh  int                       // how many of recent hold counts
 
 	accepted bool    // an attempt was accepted: throttles count from now on
-	cut      bool    // the rate has been cut: it follows the curve
-	learned  float64 // the throttled share found not to depend on the load
-
-	quiet    int     // attempts since the last window with a throttle
-	decShare float64 // the share that caused the last cut
-	spiral   float64 // the rate before the first cut not yet shown to help; 0: none
-	high     float64 // the rate in use at the last cut
-	slot     int64   // the last verification slot seen
-
-	trial              trial // a verification in progress
-	suspect            bool  // a verification found the share did not fall
-	excessSinceSlot    bool
-	confirmedSinceSlot bool
-	test               test // a concerted test in progress
+	cut      bool    // the rate was cut: it follows the curve
+	learned  float64 // the load-independent throttled share
 }
 
-// test is a concerted verification.
-type test struct {
-	phase  int
-	base   float64
-	held   float64
-	before windowCount
-	after  windowCount
-	spent  int
-}
-
-// trial is a verification: the rate held lower to see whether the
-// throttled share falls.
-type trial struct {
-	phase  int // 0: none; 1: settling; 2: measuring
-	before windowCount
-	after  windowCount
-	spent  int // windows measured
-}
-
-// windowCount counts the attempts and throttles of one measurement window.
+// windowCount counts the attempts and throttles of measurement windows.
 type windowCount struct{ attempts, throttles int }
 
 // RateLimiterStats is a snapshot of a RateLimiter's state.
@@ -258,21 +224,19 @@ type RateLimiterStats struct {
 
 	// LastMaxRate is the rate the growth curve is centred on. Published
 	// algorithm: the send rate in use when the rate was last reduced.
-	// Default algorithm: the estimate of the client's share of the
-	// service's capacity, the rate it accepted before the last cut.
+	// Default algorithm: the capacity estimate, the rate set by the last
+	// cut (or step up).
 	LastMaxRate float64
 
-	// LastThrottle is when the rate was last reduced; the zero Time if it
-	// never was. (Default algorithm: after a cut was found not to help and
-	// the rate restored, the time from which the curve is at LastMaxRate
-	// minus K.)
+	// LastThrottle is when the growth curve last started: when the rate
+	// was last reduced (or, default algorithm, stepped up); the zero Time
+	// if it never was.
 	LastThrottle time.Time
 
-	// ToleratedShare is the share of throttled attempts the default
-	// algorithm tolerates now without cutting: the learned
-	// load-independent share plus the throttle tolerance. 0 for the
-	// published algorithm.
-	ToleratedShare float64
+	// LearnedShare is the share of throttled attempts that the default
+	// algorithm has learned not to depend on the client's rate, and
+	// tolerates; 0 for the published algorithm.
+	LearnedShare float64
 }
 
 // NewRateLimiter returns a RateLimiter configured by opts. Its state starts
@@ -391,24 +355,24 @@ func (l *RateLimiter) updatePublished(now time.Time, throttled bool) {
 
 // updateDefault is the default algorithm's Update. l.mu must be held.
 func (l *RateLimiter) updateDefault(now time.Time, throttled bool) {
+	s := &l.share
 	if closed := l.measure(now); closed > 0 {
-		s := &l.share
 		s.push(s.open)
 		s.open = windowCount{}
-		for range min(closed-1, recentWindows) {
+		for range min(closed-1, learnWindows) {
 			s.push(windowCount{}) // windows without attempts
 		}
 		l.decide(now)
 	}
 	switch {
 	case !throttled:
-		l.share.accepted = true
-		l.share.open.attempts++
-	case l.share.accepted:
+		s.accepted = true
+		s.open.attempts++
+	case s.accepted:
 		// Start-up: throttles before the first accepted attempt say
 		// nothing about the rate the service accepts.
-		l.share.open.attempts++
-		l.share.open.throttles++
+		s.open.attempts++
+		s.open.throttles++
 	}
 	l.setRate(now, l.defaultRate(now))
 }
@@ -432,7 +396,7 @@ func (l *RateLimiter) measure(now time.Time) int {
 	} else {
 		l.measured = current*l.cfg.smoothing + l.measured*(1-l.cfg.smoothing)
 	}
-	closed := int(min(math.Round((window-l.lastWindow)/w), recentWindows+1))
+	closed := int(min(math.Round((window-l.lastWindow)/w), learnWindows+1))
 	l.count = 0
 	l.lastWindow = window
 	return closed
@@ -474,308 +438,53 @@ func (c windowCount) share() float64 {
 	return float64(c.throttles) / float64(c.attempts)
 }
 
-// tolerated returns the throttled share the default algorithm tolerates
-// now.
-func (l *RateLimiter) tolerated() float64 {
-	return min(l.share.learned+l.cfg.tolerance, 1)
-}
-
-// DebugHook XXX temporary.
-var DebugHook func(l *RateLimiter, now time.Time, what string, n, k int, rate, w float64)
-
-// XXX tunables, temporary.
-var (
-	TuneSpan          = 2
-	TuneMaxCut        = 0.5
-	TuneSignificance  = 2.0
-	TuneFast          = 0.1
-	TuneFastStep      = 1.5
-	TuneDepth         = 0.2
-	TuneSlot          = 20 * time.Second
-	TuneQuietExpect   = 3.0
-	TuneTrialN        = 100
-	TuneTrialW        = 4
-	TuneLearnMin      = 40
-	TuneTrials        = true
-	TuneFastW         = 4
-	TuneAllTest       = false
-	TuneCutFull       = false
-	TuneDirect        = true
-	TuneLLR           = 3.0
-	TuneMinTrack      = false
-	TuneSpiralTest    = true
-	TuneHalfLife      = 20.0
-	TuneLearn         = true
-	TuneRestoreOn     = true
-	TuneHold          = 0.0
-	TuneDeepTest      = false
-	TuneNeedN         = true
-	TuneSkipConfirmed = true
-	TuneSkipSmall     = true
-	TuneCutShare      = true
-	TuneFree          = 0.1
-	TuneBinding       = 0.6
-	TuneHighDecay     = 0.99
-	TuneHoldWorse     = 2.0
-	TuneHoldBig       = 0.3
-	TuneTestDepth     = 0.1
-	TuneTestN         = 60
-	TuneTestW         = 4
-)
-
-func (l *RateLimiter) debug(now time.Time, what string, c windowCount, a, b float64) {
-	if DebugHook != nil {
-		DebugHook(l, now, what, c.attempts, c.throttles, a, b)
-	}
-}
-
-// decide runs the default algorithm when a measurement window has closed.
-// l.mu must be held.
+// decide runs the default algorithm when a measurement window has closed:
+// learn the load-independent share, then cut if the evidence calls for
+// it. l.mu must be held.
 func (l *RateLimiter) decide(now time.Time) {
 	s := &l.share
-	last := s.recent[s.fresh-1]
-	if last.throttles > 0 {
-		s.quiet = 0
-	} else if s.quiet += last.attempts; float64(s.quiet)*s.decShare >= TuneQuietExpect {
-		// Had the share that caused the last cut stayed, this quiet
-		// spell would have held TuneQuietExpect throttles: the cut
-		// helped.
-		s.spiral = 0
-		s.confirmedSinceSlot = true
+	p := s.learned
+	// Not limiting the client: it has not cut yet, or the client sends
+	// well below the allowed rate.
+	free := !s.cut || l.measured < limitingShare*l.fillRate
+	if free {
+		// A small share is not congestion this client causes: learn it.
+		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
+			s.learned = c.share()
+		}
+		p = max(s.learned, l.cfg.tolerance)
 	}
-	if TuneHalfLife > 0 {
-		s.learned *= math.Exp2(-l.cfg.window.Seconds() / TuneHalfLife)
-	}
-	if ring := s.counts(len(s.recent)); ring.attempts >= TuneLearnMin && TuneMinTrack {
-		s.learned = min(s.learned, ring.share())
-	}
-	if s.spiral > 0 && s.trial.phase == 0 && l.baseRate() >= s.spiral {
-		s.spiral = 0 // recovered
-	}
-	if s.test.phase > 0 {
-		l.judgeTest(now, last)
+	evidence := s.counts(evidenceWindows)
+	pn := p * float64(evidence.attempts)
+	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(pn) {
 		return
 	}
-	if slot := now.UnixNano() / int64(TuneSlot); slot != s.slot {
-		s.slot = slot
-		participate := s.suspect
-		if TuneAllTest {
-			participate = s.excessSinceSlot
-			if TuneSkipConfirmed && s.confirmedSinceSlot {
-				participate = false
-			}
-			if TuneSkipSmall && l.measured*float64(TuneTestW)*l.cfg.window.Seconds() < float64(TuneTestN) {
-				participate = false
-			}
-		}
-		s.confirmedSinceSlot = false
-		if TuneSpiralTest {
-			participate = s.spiral > 0
-		}
-		if TuneDeepTest {
-			participate = s.spiral > 0 && l.baseRate() <= (1-TuneDepth)*s.spiral
-		}
-		s.excessSinceSlot = false
-		if participate && TuneTrials {
-			l.startTest(now)
-			return
-		}
+	// Cut the rate in use: the measured rate, or the allowed rate while
+	// the limiter limits the client.
+	base := l.fillRate
+	if free {
+		base = l.measured
 	}
-	if s.spiral > 0 && TuneTrials && !TuneAllTest && !TuneSpiralTest {
-		if s.trial.phase == 0 && l.baseRate() <= (1-TuneDepth)*s.spiral {
-			// The rate is down by TuneDepth since the cuts began:
-			// measure whether the share fell.
-			s.trial.phase = 1
-			s.trial.after = windowCount{}
-			s.trial.spent = 0
-			l.debug(now, "measure", s.trial.before, l.baseRate(), s.spiral)
-		} else if s.trial.phase > 0 && l.judge(now, last) {
-			return
-		}
-	}
-	s.high *= TuneHighDecay
-	span := s.counts(TuneSpan)
-	p := l.tolerated()
-	if TuneFree > 0 {
-		free := !s.cut || l.measured < TuneBinding*l.fillRate
-		if ring := s.counts(len(s.recent)); free && ring.attempts >= TuneLearnMin && ring.share() <= TuneFree {
-			// Demand is below the allowed rate and the share is small:
-			// this share is not congestion caused by this client.
-			s.learned = ring.share()
-		}
-		if free {
-			p = max(p, TuneFree)
-		}
-	}
-	pn := p * float64(span.attempts)
-	excess := float64(span.throttles) - pn - TuneSignificance*math.Sqrt(pn)
-	if last.throttles == 0 || excess <= 0 {
-		if TuneFast > 0 && s.cut && s.counts(TuneFastW).throttles == 0 && l.fillRate >= s.high*(1+TuneFast) && l.measured >= 0.9*l.fillRate {
-			// Probed beyond the estimate without a throttle: the
-			// capacity grew. Step up.
-			l.lastMaxRate = l.fillRate * TuneFastStep
-			l.lastThrottle = now
-			l.debug(now, "fast", span, l.fillRate, l.lastMaxRate)
-		}
-		return
-	}
-	if TuneHold > 0 && now.Sub(l.lastThrottle).Seconds() < TuneHold && span.share() < max(TuneHoldWorse*s.decShare, TuneHoldBig) {
-		return // one cut per episode
-	}
-	base := l.baseRate()
-	cut := excess / float64(span.attempts)
-	if TuneCutShare {
-		cut = span.share() - p
-	}
-	if TuneCutFull {
-		cut = span.share()
-	}
-	newRate := l.cfg.beta * base * max(1-cut, TuneMaxCut)
-	s.high = max(s.high, base)
-	s.excessSinceSlot = true
-	if s.spiral == 0 {
-		s.spiral = base
-		s.trial = trial{before: s.counts(len(s.recent))}
-	}
-	s.decShare = span.share()
-	l.reduce(now, newRate)
-	l.debug(now, "dec", span, base, newRate)
+	l.restart(now, base*max(1-(evidence.share()-p), l.cfg.beta))
+	// Empty the bucket: what it holds was earned at the rate just cut.
+	l.bucket.SetBurstAt(now, 0)
 }
 
-// baseRate returns the send rate in use. l.mu must be held.
-func (l *RateLimiter) baseRate() float64 {
-	if l.share.cut {
-		return min(l.measured, l.fillRate)
-	}
-	return l.measured
-}
-
-// reduce sets the capacity estimate to r, with the curve at its plateau,
-// and empties the bucket. l.mu must be held.
-func (l *RateLimiter) reduce(now time.Time, r float64) {
+// restart starts the growth curve at now from the rate r. l.mu must be
+// held.
+func (l *RateLimiter) restart(now time.Time, r float64) {
 	l.share.cut = true
 	l.lastMaxRate = r
 	l.lastThrottle = now
 	l.enabled.Store(true)
-	// Empty the bucket: what it holds was earned at a rate just cut.
-	l.bucket.SetBurstAt(now, 0)
-}
-
-// judge counts a window of the measurement and, when it has enough,
-// decides whether the cuts since s.spiral helped; it reports whether it
-// changed the rate. l.mu must be held.
-func (l *RateLimiter) judge(now time.Time, last windowCount) bool {
-	s := &l.share
-	t := &s.trial
-	if t.phase == 1 {
-		t.phase = 2 // the settling window: responses to earlier sends
-		return false
-	}
-	t.after.attempts += last.attempts
-	t.after.throttles += last.throttles
-	t.spent++
-	if t.spent < 2 || (t.after.attempts < TuneTrialN && t.spent < len(s.recent)) {
-		return false
-	}
-	t.phase = 0
-	before, after := t.before.share(), t.after.share()
-	// Which share explains the throttles since the cuts better: the one
-	// before them (the throttling does not depend on the load) or the
-	// learned floor (cutting removed the excess)?
-	floor := s.learned + 0.005
-	independent := false
-	if before > floor {
-		llr := float64(t.after.throttles)*math.Log(before/floor) +
-			float64(t.after.attempts-t.after.throttles)*math.Log((1-before)/(1-floor))
-		independent = llr > TuneLLR
-	}
-	if !independent {
-		s.learned = min(s.learned, after)
-		s.spiral = 0
-		l.debug(now, fmt.Sprintf("dependent %.3f -> %.3f", before, after), t.after, l.baseRate(), l.lastMaxRate)
-		return false
-	}
-	if TuneDirect {
-		if TuneLearn {
-			s.learned = after
-		}
-		restore := s.spiral
-		if !TuneRestoreOn {
-			restore = l.baseRate()
-		}
-		s.spiral = 0
-		l.reduce(now, restore)
-		l.debug(now, fmt.Sprintf("independent %.3f -> %.3f", before, after), t.after, restore, l.lastMaxRate)
-		return true
-	}
-	// Cutting did not reduce the share: it may not depend on the load,
-	// or other clients kept pushing. Test it with the whole fleet at the
-	// next slot.
-	s.suspect = true
-	l.debug(now, fmt.Sprintf("suspect %.3f -> %.3f", before, after), t.after, s.spiral, l.lastMaxRate)
-	return false
-}
-
-// startTest holds the rate TuneDepth lower, at a slot boundary that every
-// client of a fleet shares. l.mu must be held.
-func (l *RateLimiter) startTest(now time.Time) {
-	s := &l.share
-	base := l.baseRate()
-	s.test = test{phase: 1, base: base, held: (1 - TuneTestDepth) * base, before: s.counts(TuneTestW)}
-	l.reduce(now, s.test.held)
-	l.debug(now, "test", s.test.before, base, s.test.held)
-}
-
-// judgeTest counts a window of the test and decides. l.mu must be held.
-func (l *RateLimiter) judgeTest(now time.Time, last windowCount) {
-	s := &l.share
-	t := &s.test
-	if t.phase == 1 {
-		t.phase = 2
-		return
-	}
-	t.after.attempts += last.attempts
-	t.after.throttles += last.throttles
-	t.spent++
-	if t.spent < 2 || (t.after.attempts < TuneTestN && t.spent < TuneTestW) {
-		return
-	}
-	t.phase = 0
-	s.suspect = false
-	before, after := t.before.share(), t.after.share()
-	floor := s.learned + 0.005
-	independent := false
-	if before > floor && (!TuneNeedN || (t.after.attempts >= TuneTestN && t.before.attempts >= TuneTestN)) {
-		llr := float64(t.after.throttles)*math.Log(before/floor) +
-			float64(t.after.attempts-t.after.throttles)*math.Log((1-before)/(1-floor))
-		e := before * float64(t.after.attempts)
-		// A share that rose during the test is not load-independent:
-		// other clients pushed harder.
-		independent = llr > TuneLLR && float64(t.after.throttles) <= e+2*math.Sqrt(e)+1
-	}
-	if !independent {
-		s.learned = min(s.learned, after)
-		s.spiral = 0
-		l.reduce(now, max(t.base*(1-before), t.held))
-		l.debug(now, fmt.Sprintf("test: dependent %.3f -> %.3f", before, after), t.after, t.base, l.lastMaxRate)
-		return
-	}
-	s.learned = after
-	restore := max(s.spiral, t.base)
-	s.spiral = 0
-	l.reduce(now, restore)
-	l.debug(now, fmt.Sprintf("test: independent %.3f -> %.3f", before, after), t.after, restore, l.lastMaxRate)
 }
 
 // defaultRate returns the rate the default algorithm allows at now.
 // l.mu must be held.
 func (l *RateLimiter) defaultRate(now time.Time) float64 {
 	ceiling := maxRateFactor * l.measured
-	switch {
-	case !l.share.cut:
+	if !l.share.cut {
 		return ceiling
-	case l.share.test.phase > 0:
-		return l.share.test.held
 	}
 	t := now.Sub(l.lastThrottle).Seconds()
 	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling)
@@ -815,12 +524,10 @@ func (l *RateLimiter) Stats() RateLimiterStats {
 		Capacity:     l.capacity,
 		Tokens:       l.bucket.TokensAt(l.cfg.clock.Now()),
 		LastMaxRate:  l.lastMaxRate,
+		LearnedShare: l.share.learned,
 	}
 	if s.Enabled {
 		s.LastThrottle = l.lastThrottle
-	}
-	if !l.cfg.published {
-		s.ToleratedShare = l.tolerated()
 	}
 	return s
 }
@@ -885,7 +592,7 @@ func (c *limiterConfig) validate() error {
 	case c.reductionCooldown < 0:
 		return configError("WithReductionCooldown", c.reductionCooldown, ">= 0")
 	case c.cooldownSet && !c.published:
-		return configError("WithReductionCooldown", c.reductionCooldown, "only with WithPublishedCUBIC (the default algorithm verifies its cuts instead)")
+		return configError("WithReductionCooldown", c.reductionCooldown, "only with WithPublishedCUBIC (the default algorithm cuts by the throttled share instead)")
 	case c.toleranceSet && c.published:
 		return configError("WithThrottleTolerance", c.tolerance, "only without WithPublishedCUBIC (the published algorithm cuts on every throttle)")
 	case !(c.tolerance >= 0 && c.tolerance < 1):
@@ -906,10 +613,10 @@ func WithPublishedCUBIC() RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.published = true })
 }
 
-// WithBeta sets the depth of a rate reduction, in (0, 1). The default
-// algorithm cuts the rate to beta times the rate the service accepted
-// (DefaultBeta, 0.9); the published one to beta times the rate in use
-// (PublishedBeta, 0.7).
+// WithBeta sets the depth of rate reductions, in (0, 1). The default
+// algorithm never cuts the rate below beta times the rate in use in one
+// cut (DefaultBeta, 0.5); the published one cuts it to beta times the rate
+// in use on every throttle (PublishedBeta, 0.7).
 func WithBeta(beta float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.beta = beta })
 }
@@ -917,7 +624,7 @@ func WithBeta(beta float64) RateLimiterOption {
 // WithScaleConstant sets the scale of the curve along which the send rate
 // grows after a reduction: a larger constant grows it faster. It must be
 // finite and above 0. The default algorithm's curve is relative to the
-// capacity estimate (DefaultScaleConstant, 0.02 per second cubed); the
+// capacity estimate (DefaultScaleConstant, 0.003 per second cubed); the
 // published one's is in sends per second (PublishedScaleConstant, 0.4).
 func WithScaleConstant(scale float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.scaleConstant = scale })
@@ -963,9 +670,12 @@ func WithReductionCooldown(d time.Duration) RateLimiterOption {
 }
 
 // WithThrottleTolerance sets the share of throttled attempts, in [0, 1),
-// that the default algorithm tolerates above the share it has learned that
-// cutting does not reduce (see RateLimiter). The default is
-// DefaultThrottleTolerance (2%). It is an error with WithPublishedCUBIC.
+// that the default algorithm takes for load-independent throttling while
+// it is not limiting the client: up to that share, throttles never cut the
+// rate, and the limiter learns the share and tolerates it later (see
+// RateLimiter). 0 takes every significant share for congestion. The
+// default is DefaultThrottleTolerance (10%). It is an error with
+// WithPublishedCUBIC.
 func WithThrottleTolerance(share float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.tolerance, c.toleranceSet = share, true })
 }

@@ -185,7 +185,7 @@ func TestRateLimiterVectorsCubic(t *testing.T) {
 	}
 	readLimiterVectors(t, "adaptive_cubic_sep.json", &f)
 	if f.Constants.Beta != PublishedBeta || f.Constants.ScaleConstant != PublishedScaleConstant {
-		t.Fatalf("file constants %+v differ from the defaults", f.Constants)
+		t.Fatalf("file constants %+v differ from the published ones", f.Constants)
 	}
 	// The SEP's own source, smithy-kotlin, checks to 5e-7.
 	tol := f.Tolerance["smithy-kotlin"]
@@ -741,5 +741,24 @@ func limiterUnmarshal(t *testing.T, data []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", data, err)
+	}
+}
+
+// Until it paces, Acquire takes no lock: with the limiter's lock held, it
+// still returns at once. (If it took the lock, this test would deadlock.)
+func TestRateLimiterAcquireTakesNoLockBeforeItPaces(t *testing.T) {
+	now := limiterVectorAt(0)
+	for _, failFast := range []bool{false, true} {
+		l, err := NewRateLimiter(WithClock(ClockFunc(func() time.Time { return now })), WithFailFast(failFast))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Update(true) // one throttle: the default algorithm does not pace yet
+		l.mu.Lock()
+		d, err := l.Acquire()
+		l.mu.Unlock()
+		if d != 0 || err != nil {
+			t.Errorf("failFast=%v: Acquire() = %v, %v; want 0, nil", failFast, d, err)
+		}
 	}
 }
