@@ -535,6 +535,7 @@ func TestRateLimiterLoadIndependentShare(t *testing.T) {
 		{until: 8 * time.Second, gap: gap, pattern: "tttttsssss", enabled: true, fillRate: 0.75 * 12 * (1 + c*2.45*2.45*2.45), learnedShare: 0.05},
 	})
 }
+
 // A burst of throttles before the first accepted attempt does not count:
 // it cannot pin the rate at the minimum, as it does in the published
 // algorithm.
