@@ -22,6 +22,7 @@ func (s *sim) result(mode string) Result {
 		s.bins[i].Capacity = c
 	}
 	r.Series = s.bins
+	r.Fine = s.fine
 	return r
 }
 

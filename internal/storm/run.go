@@ -72,7 +72,14 @@ type Result struct {
 	// they happened: attempts by when they were sent, throttles by when
 	// the server answered, successes by when the request succeeded.
 	Series []Sample
+
+	// Fine counts the successes in each FineBin of the run, for a closer
+	// look at recoveries.
+	Fine []int
 }
+
+// FineBin is the width of the bins of Result.Fine.
+const FineBin = recoveryStep
 
 // A Sample is one bin of a Result's time series.
 type Sample struct {

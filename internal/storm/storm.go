@@ -3,34 +3,38 @@
 // virtual time.
 //
 // The simulation is a discrete-event loop. The strategies under test are
-// the retry package's own, driven through its public API exactly as
-// retry.Do drives them (AcquireInitialToken, the token's delay, Admit when
-// the strategy is a retry.Gate, RecordSuccess or RefreshRetryToken), on a
-// Clock that the event loop advances. Nothing sleeps: five minutes of
-// traffic take milliseconds. Every random draw (think times, backoff
-// jitter) comes from generators seeded by the run's seed, so the same seed
-// gives the same numbers.
+// the retry package's own, driven through their non-blocking API (the
+// calls are all in driver.go), on a Clock that the event loop advances.
+// Nothing sleeps: five minutes of traffic take milliseconds. Every random
+// draw (think times, backoff jitter, network delays, load-independent
+// throttles) comes from generators seeded by the run's seed, so the same
+// seed gives the same numbers.
 //
 // # Model
 //
-// Clients are closed-loop workers that share one strategy, as the
-// goroutines of one service share one client: each worker starts a
-// request, makes attempts until it succeeds or the strategy gives up, then
-// thinks for a time drawn uniformly from [ThinkMin, ThinkMax] and starts the
-// next one. A request also gives up, as retry.Do does under a context
-// deadline, when the next attempt could not start within RequestTimeout of
-// the request's start. A request that gives up, for whatever reason, is a
-// failed request.
+// Clients are closed-loop workers: each worker starts a request, makes
+// attempts until it succeeds or the strategy gives up, then thinks for a
+// time drawn uniformly from [ThinkMin, ThinkMax] and starts the next one.
+// The workers are dealt out to Clients clients (processes), each with a
+// strategy of its own; by default all share one. A request also gives up,
+// as retry.Do does under a context deadline, when the next attempt could
+// not start within RequestTimeout of the request's start; and an adaptive
+// mode's attempt that finds no send slot within MaxSendWait is not made
+// (it fails fast, as with WithMaxSendWait). A request that gives up, for
+// whatever reason, is a failed request.
 //
-// The server answers every attempt after Latency. It serves at most its
-// capacity in each 1-second window (windows aligned with the start of the
-// run; fractional capacities carry over, so a capacity of 100/3 serves 33,
-// 33, 34, ...) and throttles the rest with HTTP 429. During an outage it
-// answers every attempt with HTTP 503. Both are classified by
-// retry.Classify: 429 is a throttle, 503 a transient error.
+// An attempt reaches the server after a network delay (NetMin to NetMax,
+// drawn per attempt; none by default); the server decides at once and
+// answers after Latency, and the response takes another network delay.
+// The server throttles ThrottleShare of the attempts whatever the load (a
+// hot key); of the others, it serves its capacity (per 1-second window, or
+// by a token bucket, see ServerModel) and throttles the rest with HTTP
+// 429. During an outage it answers every attempt with HTTP 503. Both are
+// classified by retry.Classify: 429 is a throttle, 503 a transient error.
 //
-// Only the server's capacity and the workers' number are scenario-specific:
-// every mode runs the same scenario with the same workload.
+// Only the server, the network and the number of workers and clients are
+// scenario-specific: every mode runs the same scenario with the same
+// workload.
 package storm
 
 import (
@@ -91,7 +95,7 @@ func (m Mode) Description() string {
 	case Standard:
 		return "NewStandard(): defaults (3 attempts, exponential backoff, 500-token quota)"
 	case Adaptive:
-		return "NewAdaptive(): defaults (standard + rate limiter that cuts on a significant throttled share and verifies each cut)"
+		return "NewAdaptive(): defaults (standard + rate limiter that cuts by the throttled share above what it tolerates); waits at most MaxSendWait (2s) for a send slot"
 	case AdaptivePublished:
 		return "NewAdaptive(WithPublishedCUBIC()): the AWS SDKs' published algorithm, a reduction on every throttle"
 	}
