@@ -271,10 +271,10 @@ func TestServerBucket(t *testing.T) {
 		want bool // served
 	}{
 		{0, true}, {0, true}, {0, true}, {0, false}, // a full bucket of 3, then empty
-		{50 * time.Millisecond, false},          // half a token
-		{100 * time.Millisecond, true},          // one token after 0.1 s at 10/s
-		{100 * time.Millisecond, false},         // and none left
-		{10 * time.Second, true},                // refilled to the burst, not beyond
+		{50 * time.Millisecond, false},  // half a token
+		{100 * time.Millisecond, true},  // one token after 0.1 s at 10/s
+		{100 * time.Millisecond, false}, // and none left
+		{10 * time.Second, true},        // refilled to the burst, not beyond
 		{10 * time.Second, true}, {10 * time.Second, true}, {10 * time.Second, false},
 	} {
 		if got := sv.answer(step.at) == nil; got != step.want {
