@@ -35,8 +35,8 @@ func RunAll(scenarios []Scenario, modes []Mode, seed uint64) ([]Result, error) {
 // scenario, followed by the definitions of its columns.
 func WriteTable(w io.Writer, scenarios []Scenario, results []Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-20s %8s %8s %8s %8s %6s %6s %9s %7s %6s %6s %8s\n",
-		"mode", "requests", "ok", "failed", "refused", "amplif", "outage", "throttled", "goodput", "p50", "p99", "recovery")
+	fmt.Fprintf(&b, "%-20s %8s %8s %8s %8s %6s %6s %9s %7s %6s %6s %7s %8s\n",
+		"mode", "requests", "ok", "failed", "refused", "amplif", "outage", "throttled", "goodput", "p50", "p99", "failp50", "recovery")
 	for _, sc := range scenarios {
 		fmt.Fprintf(&b, "%s\n", sc.Title)
 		for _, r := range results {
@@ -55,9 +55,9 @@ func WriteTable(w io.Writer, scenarios []Scenario, results []Result) error {
 			default:
 				recovery = fmt.Sprintf("%.1fs", r.Recovery.Seconds())
 			}
-			fmt.Fprintf(&b, "  %-18s %8d %8d %8d %8d %6.3f %6s %8.1f%% %6.1f%% %6s %6s %8s\n",
+			fmt.Fprintf(&b, "  %-18s %8d %8d %8d %8d %6.3f %6s %8.1f%% %6.1f%% %6s %6s %7s %8s\n",
 				r.Mode, r.Requests, r.Succeeded, r.Failed, r.Refused, r.Amplification, outage,
-				100*r.ThrottledShare, 100*r.Goodput, seconds(r.LatencyP50), seconds(r.LatencyP99), recovery)
+				100*r.ThrottledShare, 100*r.Goodput, seconds(r.LatencyP50), seconds(r.LatencyP99), seconds(r.FailP50), recovery)
 		}
 	}
 	b.WriteString(`
@@ -73,6 +73,7 @@ throttled  share of attempts answered 429
 goodput    successful requests / what the server could serve over the run
 p50, p99   latency of the successful requests on the client, from the
            request's start to its success (backoff and send-slot waits included)
+failp50    median time from the start of a failed request to its failure
 recovery   from the heal to the first 1-s window (on a 100-ms grid) whose
            successes reach 95% of the mean rate over the 60 s before the
            incident (for an incident at the start: over the last 60 s)
