@@ -30,6 +30,7 @@ func main() {
 	svgPath := flag.String("svg", "storm.svg", "where to write the chart (empty: no chart)")
 	seed := flag.Uint64("seed", 1, "seed of the workload and of the backoff jitter")
 	only := flag.String("only", "", "comma-separated names of the scenarios to run (empty: all)")
+	wait := flag.Duration("max-send-wait", storm.MaxSendWait, "the longest an adaptive attempt waits for a send slot (0: no bound)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -48,6 +49,13 @@ func main() {
 			}
 		}
 		scenarios = picked
+	}
+	bound := *wait
+	if bound == 0 {
+		bound = -1 // no bound
+	}
+	for i := range scenarios {
+		scenarios[i].MaxSendWait = bound
 	}
 	start := time.Now()
 	results, err := storm.RunAll(scenarios, storm.Modes, *seed)
@@ -72,7 +80,7 @@ capacity per 1-s window (in (d), by a token bucket holding 0.1 s of capacity)
 and answers the rest 429 (throttled); in (f) it also throttles 5%% of attempts
 whatever the load; in an outage it answers 503.
 
-`, storm.MaxSendWait)
+`, waitText(*wait))
 	if err := storm.WriteTable(os.Stdout, scenarios, results); err != nil {
 		log.Fatal(err)
 	}
@@ -87,4 +95,12 @@ whatever the load; in an outage it answers 503.
 		fmt.Printf("\nchart: %s\n", *svgPath)
 	}
 	fmt.Printf("simulated in %v\n", elapsed.Round(10*time.Millisecond))
+}
+
+// waitText describes the bound on the wait for a send slot.
+func waitText(d time.Duration) string {
+	if d == 0 {
+		return "any time (no bound)"
+	}
+	return d.String()
 }

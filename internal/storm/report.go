@@ -159,7 +159,13 @@ func WriteSVG(w io.Writer, scenarios []Scenario, results []Result, seed uint64) 
 	}
 	fmt.Fprintf(&b, `<line x1="%d" y1="54" x2="%d" y2="54" stroke="#c8c8c8" stroke-width="5"/><text x="%d" y="58">server capacity</text>`+"\n", x, x+36, x+42)
 	fmt.Fprintf(&b, `<text x="%d" y="82" fill="#555">Deterministic simulation on virtual time (go run ./examples/storm). Counts per 1-second bin; the right-hand panels: successes in the last second, every 100 ms, around the heal.</text>`+"\n", panelLeft)
-	fmt.Fprintf(&b, `<text x="%d" y="100" fill="#555">Closed-loop workers think 0.5-1.5 s between requests; each request has a 10-s deadline; adaptive waits at most %v for a send slot.</text>`+"\n", panelLeft, MaxSendWait)
+	wait := "as long as the deadline allows"
+	if len(scenarios) > 0 {
+		if d := Adaptive.maxSendWait(&scenarios[0]); d > 0 {
+			wait = "at most " + d.String()
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="100" fill="#555">Closed-loop workers think 0.5-1.5 s between requests; each request has a 10-s deadline; adaptive waits %s for a send slot.</text>`+"\n", panelLeft, wait)
 
 	for row, sc := range scenarios {
 		var rs []Result

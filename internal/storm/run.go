@@ -100,7 +100,7 @@ const (
 // Run simulates mode in scenario with the given seed. The same arguments
 // give the same Result.
 func Run(sc Scenario, mode Mode, seed uint64) (Result, error) {
-	return run(sc, mode.String(), mode.NewStrategy, mode.maxSendWait(), seed)
+	return run(sc, mode.String(), mode.NewStrategy, mode.maxSendWait(&sc), seed)
 }
 
 // A Builder builds a strategy that reads time from clock and draws its

@@ -108,13 +108,16 @@ func (m Mode) Description() string {
 const MaxSendWait = 2 * time.Second
 
 // maxSendWait returns the mode's bound on an attempt's wait for a send
-// slot; 0: none. The published algorithm has none: the AWS SDKs wait for
-// the slot until the request's deadline.
-func (m Mode) maxSendWait() time.Duration {
-	if m == Adaptive {
+// slot in sc; 0: none. The published algorithm has none: the AWS SDKs wait
+// for the slot until the request's deadline.
+func (m Mode) maxSendWait(sc *Scenario) time.Duration {
+	switch {
+	case m != Adaptive || sc.MaxSendWait < 0:
+		return 0
+	case sc.MaxSendWait == 0:
 		return MaxSendWait
 	}
-	return 0
+	return sc.MaxSendWait
 }
 
 // NewStrategy builds the mode's strategy. It reads time from clock and
@@ -209,6 +212,11 @@ type Scenario struct {
 	// have drained: OutageAmplification counts the requests that start
 	// after it, until the server heals.
 	DrainGrace time.Duration
+
+	// MaxSendWait bounds the Adaptive mode's wait for a send slot, per
+	// attempt: 0 means the package's MaxSendWait, a negative value no
+	// bound.
+	MaxSendWait time.Duration
 }
 
 // DefaultDuration is the length of the demo's scenarios.
