@@ -3,18 +3,21 @@ package retry
 import "time"
 
 // Adaptive is the adaptive retry strategy of the AWS SDKs: everything
-// Standard does, plus a client-side rate limiter (a RateLimiter, CUBIC)
-// that, once the service has throttled, sends no faster than the rate the
-// service has recently accepted, backs off when throttled again and grows
-// back along the CUBIC curve after successes.
+// Standard does, plus a client-side rate limiter (a RateLimiter) that paces
+// attempts when the service is overloaded. By default the limiter cuts the
+// send rate by the share of recent attempts throttled beyond what it
+// tolerates, grows it back along a cubic curve, and tolerates a small
+// throttled share that does not depend on the load; WithPublishedCUBIC
+// selects the published CUBIC algorithm of the AWS SDKs instead (see
+// RateLimiter).
 //
 // Every attempt needs a send slot from the limiter. Tokens say how long to
 // wait before the attempt (the backoff, at least), and Admit says whether
 // the slot is there once the wait is over, or how much longer to wait; Do
-// and Transport ask it for every token. Until the first throttle, the
-// limiter never delays anything. Every outcome (success, throttle, other
-// failure) updates the limiter. The retry quota works exactly as in
-// standard mode.
+// and Transport ask it for every token. Until the limiter first paces, it
+// never delays anything and takes no lock. Every outcome (success,
+// throttle, other failure) updates the limiter. The retry quota works
+// exactly as in standard mode.
 //
 // Each scope gets its own limiter, made with the strategy's rate limiter
 // options, unless WithRateLimiter shares one; the adaptive design assumes
