@@ -176,10 +176,11 @@ func TestClockThatCannotWait(t *testing.T) {
 
 // busyLimiter returns a shared rate limiter, in the current synctest bubble,
 // that has seen throttling and whose send slots are reserved for the next
-// several seconds.
+// several seconds. It runs the published algorithm, whose first throttle
+// starts pacing at once.
 func busyLimiter(t *testing.T) *retry.RateLimiter {
 	t.Helper()
-	l, err := retry.NewRateLimiter()
+	l, err := retry.NewRateLimiter(retry.WithPublishedCUBIC())
 	require.NoError(t, err)
 	makeBusy(t, l)
 	return l
@@ -255,7 +256,7 @@ func TestSendSlotWaitEnds(t *testing.T) {
 	})
 	t.Run("retry refused: quota given back", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l, err := retry.NewRateLimiter()
+			l, err := retry.NewRateLimiter(retry.WithPublishedCUBIC())
 			require.NoError(t, err)
 			a, err := retry.NewAdaptive(retry.WithRateLimiter(l), retry.WithMaxSendWait(time.Second),
 				retry.WithBackoff(retry.ConstantBackoff(0)))
