@@ -1,7 +1,8 @@
 // Command storm simulates a retry storm and compares the retry modes: no
 // retries, naive retries (fixed attempts, no quota), the standard mode and
 // the adaptive mode (with its defaults and with the published algorithm of
-// the AWS SDKs).
+// the AWS SDKs); then the backoff jitter kinds (none, full, equal,
+// decorrelated) when many clients retry after one shared failure.
 //
 //	go run ./examples/storm                 # prints the table, writes storm.svg
 //	go run ./examples/storm -svg docs/storm.svg -seed 7
@@ -82,6 +83,18 @@ whatever the load; in an outage it answers 503.
 
 `, waitText(*wait))
 	if err := storm.WriteTable(os.Stdout, scenarios, results); err != nil {
+		log.Fatal(err)
+	}
+
+	// The jitter kinds, compared on the storm every client's shared failure
+	// sets off when it heals.
+	jsc := storm.DefaultJitterScenario()
+	jitter, err := storm.CompareJitter(jsc, storm.JitterKinds, *seed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := storm.WriteJitterTable(os.Stdout, jsc, jitter); err != nil {
 		log.Fatal(err)
 	}
 	if *svgPath != "" {
