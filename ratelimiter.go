@@ -306,7 +306,7 @@ func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 	if failFast {
 		if !l.bucket.AllowN(now, 1) {
 			missing := 1 - l.bucket.TokensAt(now)
-			return time.Duration(math.Ceil(missing / l.fillRate * float64(time.Second))), ErrRateLimited
+			return satDuration(math.Ceil(missing / l.fillRate * float64(time.Second))), ErrRateLimited
 		}
 		return 0, nil
 	}

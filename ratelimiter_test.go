@@ -683,3 +683,32 @@ func ExampleNewRateLimiter() {
 	// wait: 118ms
 	// wait: 176ms
 }
+
+// A fail-fast limiter's wait for the next token saturates instead of
+// wrapping to a negative duration when the rate is tiny.
+func TestRateLimiterFailFastWaitSaturates(t *testing.T) {
+	clock := newManualClock()
+	l, err := retry.NewRateLimiter(retry.WithClock(clock), retry.WithPublishedCUBIC(),
+		retry.WithMinFillRate(1e-300), retry.WithFailFast(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2000 {
+		l.Update(true)
+		clock.Advance(time.Second)
+	}
+	if r := l.Stats().FillRate; r > 1e-100 {
+		t.Fatalf("fill rate %g, want a tiny one", r)
+	}
+	for range 3 {
+		d, err := l.Acquire()
+		if err == nil {
+			continue // the bucket still held a token
+		}
+		if !errors.Is(err, retry.ErrRateLimited) || d != time.Duration(math.MaxInt64) {
+			t.Fatalf("Acquire = %v, %v; want the saturated wait and ErrRateLimited", d, err)
+		}
+		return
+	}
+	t.Fatal("the limiter never ran out of tokens")
+}
