@@ -333,3 +333,25 @@ func newAdaptive(t *testing.T, opts ...retry.AdaptiveOption) *retry.Adaptive {
 	require.NoError(t, err)
 	return a
 }
+
+func TestZeroBucketAndLimiter(t *testing.T) {
+	for _, b := range []*retry.TokenBucket{nil, {}} {
+		_, err := b.Acquire(1)
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+		require.ErrorIs(t, b.Release(1), retry.ErrInvalidConfig)
+		assert.Zero(t, b.Stats())
+		_, err = retry.NewStandard(retry.WithRetryQuota(b))
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), "WithRetryQuota")
+	}
+	for _, l := range []*retry.RateLimiter{nil, {}} {
+		l.Update(true)
+		d, err := l.Acquire()
+		require.NoError(t, err)
+		assert.Zero(t, d, "a zero limiter never paces")
+		assert.Zero(t, l.Stats())
+		_, err = retry.NewAdaptive(retry.WithRateLimiter(l))
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), "WithRateLimiter")
+	}
+}

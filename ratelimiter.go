@@ -157,8 +157,10 @@ const (
 // bucket: what it held was earned at the rate just cut.
 //
 // A RateLimiter is safe for concurrent use by multiple goroutines; share one
-// between all the clients of a service. The zero value is not usable: create
-// RateLimiters with NewRateLimiter.
+// between all the clients of a service. Create RateLimiters with
+// NewRateLimiter: a nil or zero RateLimiter never paces (Acquire returns 0),
+// learns nothing (Update does nothing) and reports zeros (Stats), and the
+// strategies refuse one (WithRateLimiter).
 type RateLimiter struct {
 	cfg   limiterConfig
 	start time.Time // the clock's time at creation; measurement windows start here
@@ -289,8 +291,14 @@ func newRateLimiter(c limiterConfig) *RateLimiter {
 // Until the limiter paces (see RateLimiterStats.Enabled), Acquire returns 0
 // and a nil error, takes no token and takes no lock.
 func (l *RateLimiter) Acquire() (time.Duration, error) {
+	if !l.valid() {
+		return 0, nil // the zero RateLimiter never paces
+	}
 	return l.acquire(l.cfg.failFast)
 }
+
+// valid reports whether l was made by NewRateLimiter.
+func (l *RateLimiter) valid() bool { return l != nil && l.cfg.clock != nil }
 
 // acquire takes a send token. Without failFast it reserves the next slot
 // and returns the wait for it; with failFast it takes a token only if one
@@ -323,6 +331,9 @@ func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 // towards the measured send rate; what a throttle does depends on the
 // algorithm (see RateLimiter).
 func (l *RateLimiter) Update(throttled bool) {
+	if !l.valid() {
+		return // the zero RateLimiter learns nothing and never paces
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.cfg.clock.Now()
@@ -515,6 +526,9 @@ func cubicRate(dt, maxRate, beta, scaleConstant float64) float64 {
 
 // Stats returns a consistent snapshot of the limiter's state.
 func (l *RateLimiter) Stats() RateLimiterStats {
+	if !l.valid() {
+		return RateLimiterStats{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := RateLimiterStats{

@@ -73,8 +73,8 @@ func (c *adaptiveConfig) validate() error {
 		return err
 	}
 	switch {
-	case c.sharedSet && c.shared == nil:
-		return configError("WithRateLimiter", "nil", "a non-nil *RateLimiter")
+	case c.sharedSet && !c.shared.valid():
+		return configError("WithRateLimiter", "a nil or zero *RateLimiter", "one made by NewRateLimiter")
 	case c.sharedSet && c.limiterOptions:
 		return configError("RateLimiterOption", "with WithRateLimiter", "rate limiter options only for the strategy's own limiters")
 	case c.maxSendWait < 0:
