@@ -23,7 +23,11 @@ type Clock interface {
 }
 
 // A Sleeper is a Clock that can also wait, such as a manual clock in a
-// test or a simulation's virtual clock driven by other goroutines.
+// test or a simulation's virtual clock driven by other goroutines. A
+// strategy still weighs each wait against the time left before its
+// context's deadline, which a context measures on the real clock: with a
+// virtual clock, give contexts no deadline, or one that real time makes
+// sense of.
 type Sleeper interface {
 	Clock
 	// Sleep returns when d has passed on the clock, or when ctx ends,

@@ -176,10 +176,11 @@ func TestClockThatCannotWait(t *testing.T) {
 
 // busyLimiter returns a shared rate limiter, in the current synctest bubble,
 // that has seen throttling and whose send slots are reserved for the next
-// several seconds.
+// several seconds. It runs the published algorithm, whose first throttle
+// starts pacing at once.
 func busyLimiter(t *testing.T) *retry.RateLimiter {
 	t.Helper()
-	l, err := retry.NewRateLimiter()
+	l, err := retry.NewRateLimiter(retry.WithPublishedCUBIC())
 	require.NoError(t, err)
 	makeBusy(t, l)
 	return l
@@ -255,7 +256,7 @@ func TestSendSlotWaitEnds(t *testing.T) {
 	})
 	t.Run("retry refused: quota given back", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l, err := retry.NewRateLimiter()
+			l, err := retry.NewRateLimiter(retry.WithPublishedCUBIC())
 			require.NoError(t, err)
 			a, err := retry.NewAdaptive(retry.WithRateLimiter(l), retry.WithMaxSendWait(time.Second),
 				retry.WithBackoff(retry.ConstantBackoff(0)))
@@ -331,4 +332,26 @@ func newAdaptive(t *testing.T, opts ...retry.AdaptiveOption) *retry.Adaptive {
 	a, err := retry.NewAdaptive(append([]retry.AdaptiveOption{retry.WithBackoff(retry.ConstantBackoff(0))}, opts...)...)
 	require.NoError(t, err)
 	return a
+}
+
+func TestZeroBucketAndLimiter(t *testing.T) {
+	for _, b := range []*retry.TokenBucket{nil, {}} {
+		_, err := b.Acquire(1)
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+		require.ErrorIs(t, b.Release(1), retry.ErrInvalidConfig)
+		assert.Zero(t, b.Stats())
+		_, err = retry.NewStandard(retry.WithRetryQuota(b))
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), "WithRetryQuota")
+	}
+	for _, l := range []*retry.RateLimiter{nil, {}} {
+		l.Update(true)
+		d, err := l.Acquire()
+		require.NoError(t, err)
+		assert.Zero(t, d, "a zero limiter never paces")
+		assert.Zero(t, l.Stats())
+		_, err = retry.NewAdaptive(retry.WithRateLimiter(l))
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), "WithRateLimiter")
+	}
 }

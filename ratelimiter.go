@@ -3,130 +3,209 @@ package retry
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// Defaults for NewRateLimiter. All but DefaultBeta and
-// DefaultReductionCooldown are the published constants of the AWS SDKs'
-// adaptive retry mode; WithBeta(PublishedBeta) and WithReductionCooldown(0)
-// select the published algorithm exactly.
-//
-// The two departures were chosen by measurement, with the storm simulation
-// (go run ./examples/storm: closed-loop clients offering 3x a server's
-// capacity). The published algorithm cuts the rate on every throttled
-// response of a burst and delivers about 60% of the server's capacity; a
-// reduction at most once per congestion episode brings that to 92-96%,
-// and a gentler cut (0.8) keeps the sawtooth that follows each cut
-// shallower: 96-97% of capacity with under 2% of sends throttled.
+// Defaults for NewRateLimiter. A RateLimiter runs retrykit's own algorithm
+// unless WithPublishedCUBIC selects the published one (see RateLimiter);
+// each constant says which algorithm uses it.
 const (
-	// DefaultBeta is the factor by which a rate reduction multiplies the
-	// send rate.
-	DefaultBeta = 0.8
+	// DefaultBeta bounds the default algorithm's cuts: one cut never takes
+	// the send rate below DefaultBeta times the rate in use.
+	DefaultBeta = 0.5
 
-	// PublishedBeta is the published value of beta, which the cross-SDK
-	// vectors assume, and TCP CUBIC's.
+	// PublishedBeta is the published algorithm's factor by which each
+	// throttle multiplies the send rate in use, as in TCP CUBIC. The
+	// cross-SDK vectors assume it.
 	PublishedBeta = 0.7
 
-	// DefaultScaleConstant scales the cubic curve along which the send rate
-	// grows back after a reduction.
-	DefaultScaleConstant = 0.4
+	// DefaultScaleConstant scales the default algorithm's growth curve,
+	// in units of the capacity estimate per second cubed: the rate grows
+	// 0.3% above the estimate in the first second after a cut, 2.4% in
+	// two, 8% in three and 19% in four.
+	DefaultScaleConstant = 0.003
+
+	// PublishedScaleConstant scales the published algorithm's CUBIC
+	// curve, in sends per second per second cubed.
+	PublishedScaleConstant = 0.4
+
+	// DefaultThrottleTolerance is the share of throttled attempts that the
+	// default algorithm takes for load-independent throttling (a hot
+	// partition key, a per-operation limit) while it is not limiting the
+	// client's sends: up to it, throttles never cut the rate.
+	DefaultThrottleTolerance = 0.1
 
 	// DefaultSmoothing is the weight of the newest measurement window in the
-	// smoothed measured send rate.
+	// smoothed measured send rate (both algorithms).
 	DefaultSmoothing = 0.8
 
 	// DefaultMinFillRate is the lowest send rate, in sends per second, that
-	// a RateLimiter allows.
+	// a RateLimiter allows (both algorithms).
 	DefaultMinFillRate = 0.5
 
-	// DefaultMinCapacity is the least number of send tokens the bucket holds.
+	// DefaultMinCapacity is the least number of send tokens the bucket
+	// holds (both algorithms).
 	DefaultMinCapacity = 1
 
 	// DefaultMeasurementWindow is the width of the windows in which a
-	// RateLimiter counts attempts to measure the send rate.
+	// RateLimiter counts attempts to measure the send rate and, in the
+	// default algorithm, the throttled share (both algorithms).
 	DefaultMeasurementWindow = 500 * time.Millisecond
-
-	// DefaultReductionCooldown is how long after a rate reduction further
-	// throttles are taken as part of the same congestion episode and do not
-	// reduce the rate again. The published algorithm has no cooldown (0).
-	DefaultReductionCooldown = 500 * time.Millisecond
 )
 
 // maxRateFactor bounds the send rate to this multiple of the measured send
 // rate, so a client that sends little cannot build up a rate it never used.
 const maxRateFactor = 2
 
-// A RateLimiter paces the attempts a client sends to a service: it is the
-// client-side send-rate limiter of the AWS SDKs' adaptive retry mode, which
-// slows a client down when the service throttles it, before retries make
-// matters worse.
-//
-// A RateLimiter measures the rate at which the client sends and sets the
-// fill rate of a token bucket ([golang.org/x/time/rate.Limiter]) with the
-// CUBIC congestion-control algorithm. A throttled attempt cuts the rate to
-// beta times the rate in use (a multiplicative decrease). Successful
-// attempts then grow it along a cubic curve that climbs quickly towards the
-// rate at which the last throttle happened, levels off near it, and then
-// probes beyond it. The rate never exceeds twice the measured send rate and
-// never falls below the minimum fill rate.
-//
-// Until the first throttled attempt a RateLimiter delays nothing. From then
-// on every attempt costs one token.
+// The default algorithm's fixed parameters (see RateLimiter).
+const (
+	// evidenceWindows is how many of the newest measurement windows a cut
+	// is decided on: one second with the default window.
+	evidenceWindows = 2
+	// significance is how many standard deviations above the tolerated
+	// share the throttles must be to cut: with n attempts and a tolerated
+	// share p, more than p*n + significance*sqrt(p*n).
+	significance = 2
+	// learnWindows and learnAttempts: the load-independent share is
+	// learned over the last learnWindows windows, when they hold at least
+	// learnAttempts attempts.
+	learnWindows  = 8
+	learnAttempts = 40
+	// limitingShare: the limiter counts as limiting the client when it
+	// sends at least this share of the allowed rate.
+	limitingShare = 0.6
+)
+
+// A RateLimiter paces the attempts a client sends to a service: the
+// client-side send-rate limiter of adaptive retry mode, which slows a
+// client down when the service throttles it because it is overloaded,
+// before retries make matters worse.
 //
 // Call Acquire before each attempt and wait the duration it returns before
-// sending, and call Update with the outcome of every attempt.
+// sending, and call Update with the outcome of every attempt. A RateLimiter
+// measures the rate at which the client sends and sets the fill rate of a
+// token bucket ([golang.org/x/time/rate.Limiter]) from what it observes. The
+// rate never exceeds twice the measured send rate and never falls below the
+// minimum fill rate. Before the limiter first reduces the rate, Acquire
+// delays nothing, takes no token and takes no lock.
 //
-// # Differences from the published algorithm
+// # The default algorithm: cut by the excess throttled share
 //
-// The published algorithm reduces the rate on every throttled attempt. When
-// many attempts are in flight, one overload of the service throttles many of
-// them at once, and the rate collapses several times over. Like TCP's CUBIC,
-// which reduces once per loss event, a RateLimiter by default reduces at
-// most once per congestion episode: throttles within
-// DefaultReductionCooldown of the last reduction do not reduce the rate
-// again. WithReductionCooldown(0) restores the published behaviour exactly;
-// with it, a RateLimiter passes the published conformance vectors.
+// A throttle says that the service refused an attempt, not why. When the
+// service is overloaded, sending less makes throttles rarer; when it
+// throttles a share of requests whatever the rate (a hot partition key, a
+// per-operation limit), sending less only sends less. The limiter
+// therefore reacts to the throttled share of its recent attempts, not to
+// single throttles; and a share is the same for each member of a fleet of
+// clients as for one big client, so a fleet reacts as one client would.
 //
-// In a closed-loop simulation (60 clients that each send, retry a throttled
-// attempt up to twice with backoff, think 1 s and send again; a service
-// that serves 20 requests a second and throttles the rest), clients that
-// waited out their reserved slots got 36% of the service's capacity, with
-// 6% of sends throttled, under the published algorithm, and 69%, with 13%
-// throttled, under the default. Clients that used fail-fast mode and tried
-// again when a token was due got 54% (6% throttled) under the published
-// algorithm and 95% (3% throttled) under the default.
+//   - Cut. Each measurement window (DefaultMeasurementWindow) that holds a
+//     throttle, the limiter looks at the share of the attempts of the
+//     last evidenceWindows (2) windows that were throttled. If that share
+//     is significantly above the tolerated share p (with n attempts, more
+//     than p*n + 2*sqrt(p*n) throttles), it cuts the rate in use by the
+//     share in excess of p: with p = 0, to the rate the service accepted.
+//     One cut never goes below beta times the rate in use (DefaultBeta,
+//     0.5). The rate after the cut is the capacity estimate W.
+//   - Grow. From a cut the rate follows the curve W*(1 + c*t^3), t
+//     seconds after the cut, with c the scale constant
+//     (DefaultScaleConstant, 0.003): it stays close to W for two seconds,
+//     then probes beyond it ever faster. Scaled to W, the curve grows each
+//     member of a fleet in proportion to its share, as it grows one big
+//     client.
+//   - Load-independent throttling. While the limiter is not limiting the
+//     client (it has not cut yet, or the client sends less than 60% of
+//     the allowed rate), a share of throttles up to the throttle tolerance
+//     (DefaultThrottleTolerance, 10%) never cuts: it cannot be congestion
+//     this client causes. The limiter learns it, as the share over the
+//     last 4 s (when they hold 40 attempts or more), and tolerates that
+//     much (p above) when it limits the client later. A larger share cuts
+//     the rate: that is congestion.
+//   - Start-up. Throttles before the first accepted attempt are not
+//     counted: a burst of throttles at start-up says nothing about the
+//     rate the service accepts, and must not pin the rate at the floor.
+//
+// In the storm simulation (go run ./examples/storm; a deterministic model
+// of closed-loop clients, see the README), against clients that offer 3x
+// a server's capacity, the default algorithm serves 95% of the capacity
+// or more with under 5% of sends throttled, from one client or from a
+// fleet of ten; with 5% of attempts throttled whatever the load it
+// completes as many requests as the standard mode.
+//
+// # The published algorithm
+//
+// WithPublishedCUBIC selects the algorithm of the AWS SDKs' adaptive retry
+// mode exactly, as the cross-SDK conformance vectors check it. The first
+// throttle enables the limiter; every throttle cuts the rate to beta
+// (PublishedBeta, 0.7) times the rate in use, which becomes the curve's
+// maximum; successes grow it along the CUBIC curve c*(t-K)^3 + max, with
+// K = cbrt(max*(1-beta)/c) and c = PublishedScaleConstant (0.4 sends per
+// second per second cubed). With many attempts in flight, one overload
+// throttles many at once and the rate collapses several times over; a
+// steady load-independent share of throttles holds the rate at the minimum
+// fill rate; and a throttle before the first measurement window has closed
+// cuts the rate to the minimum. WithReductionCooldown limits it to one cut
+// per congestion episode.
+//
+// # Waiting
 //
 // The token bucket's capacity is a whole number of tokens: the bucket holds
-// at most floor(Capacity) tokens (see RateLimiterStats).
+// at most floor(Capacity) tokens (see RateLimiterStats). A cut empties the
+// bucket: what it held was earned at the rate just cut.
 //
 // A RateLimiter is safe for concurrent use by multiple goroutines; share one
-// between all the clients of a service. The zero value is not usable: create
-// RateLimiters with NewRateLimiter.
+// between all the clients of a service. Create RateLimiters with
+// NewRateLimiter: a nil or zero RateLimiter never paces (Acquire returns 0),
+// learns nothing (Update does nothing) and reports zeros (Stats), and the
+// strategies refuse one (WithRateLimiter).
 type RateLimiter struct {
 	cfg   limiterConfig
 	start time.Time // the clock's time at creation; measurement windows start here
 
+	// enabled is set, once, when the limiter starts pacing; Acquire reads
+	// it without the lock.
+	enabled atomic.Bool
+
 	mu       sync.Mutex
 	bucket   rate.Limiter // the send tokens; its limit is fillRate, its burst floor(capacity)
-	enabled  bool         // a throttle has been seen: Acquire takes tokens
 	measured float64      // smoothed measured send rate, per second
 	count    int          // attempts counted since lastWindow began
 	// lastWindow is where the last measurement window began, in seconds
 	// since start.
-	lastWindow   float64
-	calculated   float64   // the last rate CUBIC calculated
-	lastMaxRate  float64   // the rate in use at the last reduction
-	lastThrottle time.Time // when the last reduction happened; start before the first
+	lastWindow float64
+	calculated float64 // published: the last rate CUBIC calculated
+	// lastMaxRate is the rate the growth curve is centred on: published,
+	// the rate in use at the last reduction; default, the capacity
+	// estimate W.
+	lastMaxRate  float64
+	lastThrottle time.Time // when the curve last started; start before the first
 	fillRate     float64
 	capacity     float64
+	share        shareState // the default algorithm's state
 }
+
+// shareState is the default algorithm's record of throttled shares.
+type shareState struct {
+	open   windowCount               // the current measurement window
+	recent [learnWindows]windowCount // the last closed windows, oldest first
+	fresh  int                       // how many of recent hold counts
+
+	accepted bool    // an attempt was accepted: throttles count from now on
+	cut      bool    // the rate was cut: it follows the curve
+	learned  float64 // the load-independent throttled share
+}
+
+// windowCount counts the attempts and throttles of measurement windows.
+type windowCount struct{ attempts, throttles int }
 
 // RateLimiterStats is a snapshot of a RateLimiter's state.
 type RateLimiterStats struct {
-	// Enabled reports whether the limiter has seen a throttle. Sending is
-	// limited from then on.
+	// Enabled reports whether the limiter paces sends: the published
+	// algorithm from its first throttle, the default one from its first
+	// cut.
 	Enabled bool
 
 	// FillRate is the number of send tokens added per second: the send
@@ -145,26 +224,41 @@ type RateLimiterStats struct {
 	// when callers have reserved tokens that are not yet available.
 	Tokens float64
 
-	// LastMaxRate is the send rate in use when the rate was last reduced:
-	// the rate the cubic curve climbs back towards.
+	// LastMaxRate is the rate the growth curve is centred on. Published
+	// algorithm: the send rate in use when the rate was last reduced.
+	// Default algorithm: the capacity estimate, the rate set by the last
+	// cut (or step up).
 	LastMaxRate float64
 
-	// LastThrottle is when the rate was last reduced; the zero Time if it
-	// never was.
+	// LastThrottle is when the growth curve last started: when the rate
+	// was last reduced (or, default algorithm, stepped up); the zero Time
+	// if it never was.
 	LastThrottle time.Time
+
+	// LearnedShare is the share of throttled attempts that the default
+	// algorithm has learned not to depend on the client's rate, and
+	// tolerates; 0 for the published algorithm.
+	LearnedShare float64
 }
 
 // NewRateLimiter returns a RateLimiter configured by opts. Its state starts
-// at its clock's time when it is created. Without options it uses the
-// Default* constants, the system clock, and waits rather than failing fast.
-// A bad option value is an error wrapping ErrInvalidConfig.
+// at its clock's time when it is created. Without options it runs the
+// default algorithm with the Default* constants, the system clock, and
+// waits rather than failing fast. A bad option value is an error wrapping
+// ErrInvalidConfig.
 func NewRateLimiter(opts ...RateLimiterOption) (*RateLimiter, error) {
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
-	cfg := defaultLimiterConfig()
+	cfg := limiterDefaults(false)
 	for _, o := range opts {
 		o.applyLimiter(&cfg)
+	}
+	if cfg.published {
+		cfg = limiterDefaults(true)
+		for _, o := range opts {
+			o.applyLimiter(&cfg)
+		}
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -194,27 +288,33 @@ func newRateLimiter(c limiterConfig) *RateLimiter {
 // is available now, it takes nothing and returns an error wrapping
 // ErrRateLimited, with the time until a token is due at the current rate.
 //
-// Until the limiter has seen a throttle, Acquire returns 0 and a nil error
-// and takes no token.
+// Until the limiter paces (see RateLimiterStats.Enabled), Acquire returns 0
+// and a nil error, takes no token and takes no lock.
 func (l *RateLimiter) Acquire() (time.Duration, error) {
+	if !l.valid() {
+		return 0, nil // the zero RateLimiter never paces
+	}
 	return l.acquire(l.cfg.failFast)
 }
+
+// valid reports whether l was made by NewRateLimiter.
+func (l *RateLimiter) valid() bool { return l != nil && l.cfg.clock != nil }
 
 // acquire takes a send token. Without failFast it reserves the next slot
 // and returns the wait for it; with failFast it takes a token only if one
 // is there now, and otherwise returns ErrRateLimited with the time until
 // one is due, consuming nothing.
 func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.enabled {
+	if !l.enabled.Load() {
 		return 0, nil
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.cfg.clock.Now()
 	if failFast {
 		if !l.bucket.AllowN(now, 1) {
 			missing := 1 - l.bucket.TokensAt(now)
-			return time.Duration(math.Ceil(missing / l.fillRate * float64(time.Second))), ErrRateLimited
+			return satDuration(math.Ceil(missing / l.fillRate * float64(time.Second))), ErrRateLimited
 		}
 		return 0, nil
 	}
@@ -228,59 +328,177 @@ func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 
 // Update records the outcome of one attempt at the clock's current time:
 // throttled reports whether the service throttled it. Every attempt counts
-// towards the measured send rate; a throttle reduces the allowed rate (at
-// most once per congestion episode, see WithReductionCooldown), and a
-// success lets it grow.
+// towards the measured send rate; what a throttle does depends on the
+// algorithm (see RateLimiter).
 func (l *RateLimiter) Update(throttled bool) {
+	if !l.valid() {
+		return // the zero RateLimiter learns nothing and never paces
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.cfg.clock.Now()
-	l.measure(now)
-	measured := l.measured
-	if measured == 0 && l.cfg.reductionCooldown > 0 {
-		// No measurement window has closed yet: estimate the rate from the
-		// attempts counted so far, as if the window closed now, instead of
-		// taking it for zero and cutting the rate to the minimum on the
-		// first throttle. (The published algorithm, cooldown 0, does not.)
-		measured = float64(l.count) / l.cfg.window.Seconds()
+	if l.cfg.published {
+		l.updatePublished(now, throttled)
+		return
 	}
+	l.updateDefault(now, throttled)
+}
+
+// updatePublished is the published algorithm's Update. l.mu must be held.
+func (l *RateLimiter) updatePublished(now time.Time, throttled bool) {
+	l.measure(now)
 	if throttled && l.reduces(now) {
-		rateToUse := measured
-		if l.enabled {
-			rateToUse = min(measured, l.fillRate)
+		rateToUse := l.measured
+		if l.enabled.Load() {
+			rateToUse = min(l.measured, l.fillRate)
 		}
 		l.lastMaxRate = rateToUse
 		l.lastThrottle = now
 		l.calculated = rateToUse * l.cfg.beta
-		l.enabled = true
+		l.enabled.Store(true)
 	} else if !throttled {
 		dt := now.Sub(l.lastThrottle).Seconds()
 		l.calculated = cubicRate(dt, l.lastMaxRate, l.cfg.beta, l.cfg.scaleConstant)
 	}
 	// A throttle within the cooldown leaves the calculated rate as it was.
-	l.setRate(now, min(l.calculated, maxRateFactor*measured))
+	l.setRate(now, min(l.calculated, maxRateFactor*l.measured))
+}
+
+// updateDefault is the default algorithm's Update. l.mu must be held.
+func (l *RateLimiter) updateDefault(now time.Time, throttled bool) {
+	s := &l.share
+	if closed := l.measure(now); closed > 0 {
+		s.push(s.open)
+		s.open = windowCount{}
+		for range min(closed-1, learnWindows) {
+			s.push(windowCount{}) // windows without attempts
+		}
+		l.decide(now)
+	}
+	switch {
+	case !throttled:
+		s.accepted = true
+		s.open.attempts++
+	case s.accepted:
+		// Start-up: throttles before the first accepted attempt say
+		// nothing about the rate the service accepts.
+		s.open.attempts++
+		s.open.throttles++
+	}
+	l.setRate(now, l.defaultRate(now))
 }
 
 // measure counts one attempt at now and, when now is in a later measurement
 // window than the last one counted, folds the count into the measured rate.
+// It returns how many windows closed: 0 while now is in the same window.
 // l.mu must be held.
-func (l *RateLimiter) measure(now time.Time) {
+func (l *RateLimiter) measure(now time.Time) int {
 	l.count++
 	w := l.cfg.window.Seconds()
 	window := math.Floor(now.Sub(l.start).Seconds()/w) * w
-	if window > l.lastWindow {
-		current := float64(l.count) / (window - l.lastWindow)
-		l.measured = current*l.cfg.smoothing + l.measured*(1-l.cfg.smoothing)
-		l.count = 0
-		l.lastWindow = window
+	if window <= l.lastWindow {
+		return 0
 	}
+	current := float64(l.count) / (window - l.lastWindow)
+	if !l.cfg.published && l.lastWindow == 0 && l.measured == 0 {
+		// Start-up: the first measurement is taken as it is, not smoothed
+		// with the zero before it.
+		l.measured = current
+	} else {
+		l.measured = current*l.cfg.smoothing + l.measured*(1-l.cfg.smoothing)
+	}
+	closed := int(min(math.Round((window-l.lastWindow)/w), learnWindows+1))
+	l.count = 0
+	l.lastWindow = window
+	return closed
 }
 
-// reduces reports whether a throttle at now reduces the rate: the first
-// throttle always does, later ones only after the cooldown.
-// l.mu must be held.
+// reduces reports whether a throttle at now reduces the rate in the
+// published algorithm: the first throttle always does, later ones only
+// after the cooldown. l.mu must be held.
 func (l *RateLimiter) reduces(now time.Time) bool {
-	return !l.enabled || now.Sub(l.lastThrottle) >= l.cfg.reductionCooldown
+	return !l.enabled.Load() || now.Sub(l.lastThrottle) >= l.cfg.reductionCooldown
+}
+
+// push adds a closed window to the recent ones, dropping the oldest when
+// they are full.
+func (s *shareState) push(w windowCount) {
+	if s.fresh == len(s.recent) {
+		copy(s.recent[:], s.recent[1:])
+		s.fresh--
+	}
+	s.recent[s.fresh] = w
+	s.fresh++
+}
+
+// counts returns the attempts and throttles of the newest n recent windows.
+func (s *shareState) counts(n int) windowCount {
+	var c windowCount
+	for _, w := range s.recent[max(s.fresh-n, 0):s.fresh] {
+		c.attempts += w.attempts
+		c.throttles += w.throttles
+	}
+	return c
+}
+
+// share returns the throttled share of c; 0 without attempts.
+func (c windowCount) share() float64 {
+	if c.attempts == 0 {
+		return 0
+	}
+	return float64(c.throttles) / float64(c.attempts)
+}
+
+// decide runs the default algorithm when a measurement window has closed:
+// learn the load-independent share, then cut if the evidence calls for
+// it. l.mu must be held.
+func (l *RateLimiter) decide(now time.Time) {
+	s := &l.share
+	p := s.learned
+	// Not limiting the client: it has not cut yet, or the client sends
+	// well below the allowed rate.
+	free := !s.cut || l.measured < limitingShare*l.fillRate
+	if free {
+		// A small share is not congestion this client causes: learn it.
+		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
+			s.learned = c.share()
+		}
+		p = max(s.learned, l.cfg.tolerance)
+	}
+	evidence := s.counts(evidenceWindows)
+	pn := p * float64(evidence.attempts)
+	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(pn) {
+		return
+	}
+	// Cut the rate in use: the measured rate, or the allowed rate while
+	// the limiter limits the client.
+	base := l.fillRate
+	if free {
+		base = l.measured
+	}
+	l.restart(now, base*max(1-(evidence.share()-p), l.cfg.beta))
+	// Empty the bucket: what it holds was earned at the rate just cut.
+	l.bucket.SetBurstAt(now, 0)
+}
+
+// restart starts the growth curve at now from the rate r. l.mu must be
+// held.
+func (l *RateLimiter) restart(now time.Time, r float64) {
+	l.share.cut = true
+	l.lastMaxRate = r
+	l.lastThrottle = now
+	l.enabled.Store(true)
+}
+
+// defaultRate returns the rate the default algorithm allows at now.
+// l.mu must be held.
+func (l *RateLimiter) defaultRate(now time.Time) float64 {
+	ceiling := maxRateFactor * l.measured
+	if !l.share.cut {
+		return ceiling
+	}
+	t := now.Sub(l.lastThrottle).Seconds()
+	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling)
 }
 
 // setRate sets the fill rate and capacity the new rate calls for, within
@@ -294,13 +512,13 @@ func (l *RateLimiter) setRate(now time.Time, newRate float64) {
 }
 
 // cubicK returns the time, in seconds after a reduction from maxRate, at
-// which the cubic curve is back at maxRate.
+// which the published CUBIC curve is back at maxRate.
 func cubicK(maxRate, beta, scaleConstant float64) float64 {
 	return math.Cbrt(maxRate * (1 - beta) / scaleConstant)
 }
 
-// cubicRate returns the rate the cubic curve gives dt seconds after a
-// reduction from maxRate.
+// cubicRate returns the rate the published CUBIC curve gives dt seconds
+// after a reduction from maxRate.
 func cubicRate(dt, maxRate, beta, scaleConstant float64) float64 {
 	d := dt - cubicK(maxRate, beta, scaleConstant)
 	return scaleConstant*d*d*d + maxRate
@@ -308,26 +526,33 @@ func cubicRate(dt, maxRate, beta, scaleConstant float64) float64 {
 
 // Stats returns a consistent snapshot of the limiter's state.
 func (l *RateLimiter) Stats() RateLimiterStats {
+	if !l.valid() {
+		return RateLimiterStats{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := RateLimiterStats{
-		Enabled:      l.enabled,
+		Enabled:      l.enabled.Load(),
 		FillRate:     l.fillRate,
 		MeasuredRate: l.measured,
 		Capacity:     l.capacity,
 		Tokens:       l.bucket.TokensAt(l.cfg.clock.Now()),
 		LastMaxRate:  l.lastMaxRate,
+		LearnedShare: l.share.learned,
 	}
-	if l.enabled {
+	if s.Enabled {
 		s.LastThrottle = l.lastThrottle
 	}
 	return s
 }
 
 // limiterConfig is the configuration of a RateLimiter. NewRateLimiter and
-// NewAdaptive start from defaultLimiterConfig, apply options, then validate.
+// NewAdaptive start from limiterDefaults, apply options, then validate;
+// when the options select the published algorithm, they start again from
+// its defaults, so options override its constants whatever their order.
 type limiterConfig struct {
 	clock             Clock
+	published         bool // WithPublishedCUBIC
 	beta              float64
 	scaleConstant     float64
 	smoothing         float64
@@ -335,22 +560,30 @@ type limiterConfig struct {
 	minCapacity       int
 	window            time.Duration
 	reductionCooldown time.Duration
+	cooldownSet       bool // WithReductionCooldown was given
+	tolerance         float64
+	toleranceSet      bool // WithThrottleTolerance was given
 	failFast          bool
 }
 
-// defaultLimiterConfig returns the configuration made of the Default*
-// constants.
-func defaultLimiterConfig() limiterConfig {
-	return limiterConfig{
-		clock:             systemClock{},
-		beta:              DefaultBeta,
-		scaleConstant:     DefaultScaleConstant,
-		smoothing:         DefaultSmoothing,
-		minFillRate:       DefaultMinFillRate,
-		minCapacity:       DefaultMinCapacity,
-		window:            DefaultMeasurementWindow,
-		reductionCooldown: DefaultReductionCooldown,
+// limiterDefaults returns the configuration of the default algorithm, or
+// of the published one if published.
+func limiterDefaults(published bool) limiterConfig {
+	c := limiterConfig{
+		clock:         systemClock{},
+		published:     published,
+		beta:          DefaultBeta,
+		scaleConstant: DefaultScaleConstant,
+		smoothing:     DefaultSmoothing,
+		minFillRate:   DefaultMinFillRate,
+		minCapacity:   DefaultMinCapacity,
+		window:        DefaultMeasurementWindow,
+		tolerance:     DefaultThrottleTolerance,
 	}
+	if published {
+		c.beta, c.scaleConstant, c.tolerance = PublishedBeta, PublishedScaleConstant, 0
+	}
+	return c
 }
 
 // validate reports the first bad value in c.
@@ -372,21 +605,41 @@ func (c *limiterConfig) validate() error {
 		return configError("WithMeasurementWindow", c.window, "> 0")
 	case c.reductionCooldown < 0:
 		return configError("WithReductionCooldown", c.reductionCooldown, ">= 0")
+	case c.cooldownSet && !c.published:
+		return configError("WithReductionCooldown", c.reductionCooldown, "only with WithPublishedCUBIC (the default algorithm cuts by the throttled share instead)")
+	case c.toleranceSet && c.published:
+		return configError("WithThrottleTolerance", c.tolerance, "only without WithPublishedCUBIC (the published algorithm cuts on every throttle)")
+	case !(c.tolerance >= 0 && c.tolerance < 1):
+		return configError("WithThrottleTolerance", c.tolerance, "in [0, 1)")
 	}
 	return nil
 }
 
-// WithBeta sets the factor by which a rate reduction multiplies the send
-// rate, in (0, 1). The default is DefaultBeta (0.8); PublishedBeta (0.7)
-// is the published value.
+// WithPublishedCUBIC selects the published algorithm of the AWS SDKs'
+// adaptive retry mode, exactly as the cross-SDK conformance vectors
+// specify it: every throttle cuts the rate to PublishedBeta times the rate
+// in use, and successes grow it along the CUBIC curve with
+// PublishedScaleConstant (see RateLimiter). Other options override its
+// constants whatever their order: WithBeta, WithScaleConstant,
+// WithSmoothing, WithMinFillRate, WithMinCapacity, WithMeasurementWindow,
+// and WithReductionCooldown, which only it accepts.
+func WithPublishedCUBIC() RateLimiterOption {
+	return limiterOption(func(c *limiterConfig) { c.published = true })
+}
+
+// WithBeta sets the depth of rate reductions, in (0, 1). The default
+// algorithm never cuts the rate below beta times the rate in use in one
+// cut (DefaultBeta, 0.5); the published one cuts it to beta times the rate
+// in use on every throttle (PublishedBeta, 0.7).
 func WithBeta(beta float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.beta = beta })
 }
 
-// WithScaleConstant sets the scale of the cubic curve along which the send
-// rate grows after a reduction: a larger constant grows it faster. It must
-// be finite and above 0. The default is DefaultScaleConstant (0.4), the
-// published value.
+// WithScaleConstant sets the scale of the curve along which the send rate
+// grows after a reduction: a larger constant grows it faster. It must be
+// finite and above 0. The default algorithm's curve is relative to the
+// capacity estimate (DefaultScaleConstant, 0.003 per second cubed); the
+// published one's is in sends per second (PublishedScaleConstant, 0.4).
 func WithScaleConstant(scale float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.scaleConstant = scale })
 }
@@ -414,19 +667,31 @@ func WithMinCapacity(tokens int) RateLimiterOption {
 }
 
 // WithMeasurementWindow sets the width of the windows in which the limiter
-// counts attempts to measure the send rate; it must be above 0. The default
-// is DefaultMeasurementWindow (500 ms), the published value.
+// counts attempts to measure the send rate (and, in the default algorithm,
+// the throttled share); it must be above 0. The default is
+// DefaultMeasurementWindow (500 ms), the published value.
 func WithMeasurementWindow(d time.Duration) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.window = d })
 }
 
-// WithReductionCooldown sets how long after a rate reduction further
-// throttles are taken as part of the same congestion episode: they still
-// count as sends but do not reduce the rate again. It must be 0 or more.
-// The default is DefaultReductionCooldown (500 ms, one measurement window);
-// 0 reduces the rate on every throttle, as the published algorithm does.
+// WithReductionCooldown makes the published algorithm (WithPublishedCUBIC)
+// reduce the rate at most once per congestion episode: throttles within d
+// of the last reduction still count as sends but do not reduce the rate
+// again. It must be 0 or more; 0, the published behaviour, reduces on
+// every throttle. It is an error without WithPublishedCUBIC.
 func WithReductionCooldown(d time.Duration) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.reductionCooldown = d })
+	return limiterOption(func(c *limiterConfig) { c.reductionCooldown, c.cooldownSet = d, true })
+}
+
+// WithThrottleTolerance sets the share of throttled attempts, in [0, 1),
+// that the default algorithm takes for load-independent throttling while
+// it is not limiting the client: up to that share, throttles never cut the
+// rate, and the limiter learns the share and tolerates it later (see
+// RateLimiter). 0 takes every significant share for congestion. The
+// default is DefaultThrottleTolerance (10%). It is an error with
+// WithPublishedCUBIC.
+func WithThrottleTolerance(share float64) RateLimiterOption {
+	return limiterOption(func(c *limiterConfig) { c.tolerance, c.toleranceSet = share, true })
 }
 
 // WithFailFast makes Acquire return an error wrapping ErrRateLimited when no

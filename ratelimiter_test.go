@@ -50,6 +50,11 @@ func TestNewRateLimiterInvalidOptions(t *testing.T) {
 		{retry.WithMeasurementWindow(0), "WithMeasurementWindow"},
 		{retry.WithMeasurementWindow(-time.Second), "WithMeasurementWindow"},
 		{retry.WithReductionCooldown(-time.Nanosecond), "WithReductionCooldown"},
+		{retry.WithReductionCooldown(time.Second), "WithReductionCooldown"}, // only with WithPublishedCUBIC
+		{retry.WithThrottleTolerance(-0.01), "WithThrottleTolerance"},
+		{retry.WithThrottleTolerance(1), "WithThrottleTolerance"},
+		{retry.WithThrottleTolerance(math.NaN()), "WithThrottleTolerance"},
+		{retry.WithThrottleTolerance(math.Inf(1)), "WithThrottleTolerance"},
 	} {
 		l, err := retry.NewRateLimiter(tc.opt)
 		if l != nil || !errors.Is(err, retry.ErrInvalidConfig) {
@@ -60,6 +65,17 @@ func TestNewRateLimiterInvalidOptions(t *testing.T) {
 			t.Errorf("%s: error %q does not name the option and its valid range", tc.option, err)
 		}
 	}
+	// A tolerance is an error with the published algorithm, whatever the
+	// order of the options.
+	for _, opts := range [][]retry.RateLimiterOption{
+		{retry.WithPublishedCUBIC(), retry.WithThrottleTolerance(0.05)},
+		{retry.WithThrottleTolerance(0.05), retry.WithPublishedCUBIC()},
+	} {
+		l, err := retry.NewRateLimiter(opts...)
+		if l != nil || !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithThrottleTolerance") {
+			t.Errorf("tolerance with the published algorithm: NewRateLimiter() = %v, %v; want nil, an error naming WithThrottleTolerance", l, err)
+		}
+	}
 }
 
 func TestNewRateLimiterValidOptions(t *testing.T) {
@@ -68,7 +84,9 @@ func TestNewRateLimiterValidOptions(t *testing.T) {
 		{retry.WithBeta(0.001), retry.WithBeta(0.999)},
 		{retry.WithScaleConstant(1e-9), retry.WithSmoothing(1), retry.WithMinFillRate(1e-9)},
 		{retry.WithMinCapacity(1), retry.WithMinCapacity(100)},
-		{retry.WithMeasurementWindow(time.Nanosecond), retry.WithReductionCooldown(0)},
+		{retry.WithMeasurementWindow(time.Nanosecond), retry.WithPublishedCUBIC(), retry.WithReductionCooldown(0)},
+		{retry.WithReductionCooldown(time.Hour), retry.WithPublishedCUBIC()},
+		{retry.WithThrottleTolerance(0), retry.WithThrottleTolerance(0.999)},
 		{retry.WithFailFast(true), retry.WithClock(newManualClock())},
 	} {
 		if _, err := retry.NewRateLimiter(opts...); err != nil {
@@ -84,38 +102,52 @@ func TestRateLimiterInitialStats(t *testing.T) {
 	}
 }
 
+// Before it paces, a limiter delays nothing. The published algorithm paces
+// from its first throttle; the default one from its first cut, which a
+// single throttle does not cause.
 func TestRateLimiterDisabledUntilThrottle(t *testing.T) {
-	for _, failFast := range []bool{false, true} {
+	for _, tc := range []struct {
+		name    string
+		opts    []retry.RateLimiterOption
+		enabled bool // after one throttle
+	}{
+		{"default", nil, false},
+		{"default fail-fast", []retry.RateLimiterOption{retry.WithFailFast(true)}, false},
+		{"published", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}, true},
+		{"published fail-fast", []retry.RateLimiterOption{retry.WithPublishedCUBIC(), retry.WithFailFast(true)}, true},
+	} {
 		clock := newManualClock()
-		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(failFast))
+		l := newTestRateLimiter(t, append(tc.opts, retry.WithClock(clock))...)
 		for i := range 100 {
 			if d, err := l.Acquire(); d != 0 || err != nil {
-				t.Fatalf("failFast=%v: Acquire %d = %v, %v before any throttle; want 0, nil", failFast, i, d, err)
+				t.Fatalf("%s: Acquire %d = %v, %v before any throttle; want 0, nil", tc.name, i, d, err)
 			}
 			if i%10 == 0 {
 				l.Update(false)
 			}
 		}
 		if l.Stats().Enabled {
-			t.Errorf("failFast=%v: Enabled before any throttle", failFast)
+			t.Errorf("%s: Enabled before any throttle", tc.name)
 		}
 		clock.Advance(10 * time.Millisecond)
 		l.Update(true)
 		s := l.Stats()
-		if !s.Enabled || !s.LastThrottle.Equal(clock.Now()) {
-			t.Errorf("failFast=%v: after a throttle Enabled, LastThrottle = %v, %v; want true, %v", failFast, s.Enabled, s.LastThrottle, clock.Now())
+		if s.Enabled != tc.enabled || (tc.enabled && !s.LastThrottle.Equal(clock.Now())) {
+			t.Errorf("%s: after a throttle Enabled, LastThrottle = %v, %v; want %v (at %v)", tc.name, s.Enabled, s.LastThrottle, tc.enabled, clock.Now())
+		}
+		if d, err := l.Acquire(); !tc.enabled && (d != 0 || err != nil) {
+			t.Errorf("%s: Acquire after one throttle = %v, %v; want 0, nil", tc.name, d, err)
 		}
 	}
 }
 
-// throttledLimiter returns a limiter that has just been throttled with
-// nothing measured, as the published algorithm starts (no cooldown, so no
-// start-up estimate): its fill rate is the minimum, 0.5/s, its capacity 1,
-// and its bucket empty.
+// throttledLimiter returns a limiter running the published algorithm that
+// has just been throttled with nothing measured: its fill rate is the
+// minimum, 0.5/s, its capacity 1, and its bucket empty.
 func throttledLimiter(t *testing.T, opts ...retry.RateLimiterOption) (*retry.RateLimiter, *manualClock) {
 	t.Helper()
 	clock := newManualClock()
-	l := newTestRateLimiter(t, append([]retry.RateLimiterOption{retry.WithClock(clock), retry.WithReductionCooldown(0)}, opts...)...)
+	l := newTestRateLimiter(t, append([]retry.RateLimiterOption{retry.WithClock(clock), retry.WithPublishedCUBIC()}, opts...)...)
 	clock.Advance(100 * time.Millisecond)
 	l.Update(true)
 	if s := l.Stats(); s.FillRate != 0.5 || s.Capacity != 1 || s.Tokens != 0 {
@@ -198,10 +230,12 @@ func warmUp(l *retry.RateLimiter, clock *manualClock) {
 	}
 }
 
+// The published algorithm cuts on every throttle; with a cooldown, once
+// per cooldown.
 func TestRateLimiterReductionCooldown(t *testing.T) {
-	t.Run("default", func(t *testing.T) {
+	t.Run("published with a cooldown", func(t *testing.T) {
 		clock := newManualClock()
-		l := newTestRateLimiter(t, retry.WithClock(clock))
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithPublishedCUBIC(), retry.WithReductionCooldown(500*time.Millisecond))
 		warmUp(l, clock)
 		l.Update(true)
 		first := l.Stats()
@@ -220,14 +254,14 @@ func TestRateLimiterReductionCooldown(t *testing.T) {
 		clock.Advance(100 * time.Millisecond)
 		l.Update(true)
 		got := l.Stats()
-		if !got.LastThrottle.Equal(clock.Now()) || math.Abs(got.FillRate-retry.DefaultBeta*got.LastMaxRate) > 1e-12 {
+		if !got.LastThrottle.Equal(clock.Now()) || math.Abs(got.FillRate-retry.PublishedBeta*got.LastMaxRate) > 1e-12 {
 			t.Errorf("throttle after the cooldown: Stats() = %+v, want a reduction at %v", got, clock.Now())
 		}
 	})
 
 	t.Run("published", func(t *testing.T) {
 		clock := newManualClock()
-		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithReductionCooldown(0))
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithPublishedCUBIC())
 		warmUp(l, clock)
 		l.Update(true)
 		prev := l.Stats()
@@ -235,8 +269,8 @@ func TestRateLimiterReductionCooldown(t *testing.T) {
 			clock.Advance(100 * time.Millisecond)
 			l.Update(true)
 			got := l.Stats()
-			if !got.LastThrottle.Equal(clock.Now()) || math.Abs(got.FillRate-retry.DefaultBeta*prev.FillRate) > 1e-12 {
-				t.Fatalf("throttle: Stats() = %+v, want FillRate %v × %v", got, retry.DefaultBeta, prev.FillRate)
+			if !got.LastThrottle.Equal(clock.Now()) || math.Abs(got.FillRate-retry.PublishedBeta*prev.FillRate) > 1e-12 {
+				t.Fatalf("throttle: Stats() = %+v, want FillRate %v × %v", got, retry.PublishedBeta, prev.FillRate)
 			}
 			prev = got
 		}
@@ -276,7 +310,7 @@ func TestRateLimiterConcurrent(t *testing.T) {
 		opts []retry.RateLimiterOption
 	}{
 		{"default", nil},
-		{"published", []retry.RateLimiterOption{retry.WithReductionCooldown(0)}},
+		{"published", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}},
 		{"fail-fast", []retry.RateLimiterOption{retry.WithFailFast(true)}},
 		{"custom", []retry.RateLimiterOption{retry.WithMinFillRate(2), retry.WithMinCapacity(3), retry.WithBeta(0.5), retry.WithMeasurementWindow(100 * time.Millisecond)}},
 	} {
@@ -348,17 +382,31 @@ func checkLimiterInvariants(s retry.RateLimiterStats, minFill, minCap float64) e
 }
 
 func TestRateLimiterAllocs(t *testing.T) {
-	for _, failFast := range []bool{false, true} {
-		l := newTestRateLimiter(t, retry.WithFailFast(failFast))
+	for _, tc := range []struct {
+		name string
+		opts []retry.RateLimiterOption
+	}{
+		{"default", nil},
+		{"default fail-fast", []retry.RateLimiterOption{retry.WithFailFast(true)}},
+		{"published", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}},
+	} {
+		// A clock that moves 7 ms each round, so windows close and the
+		// limiter cuts and grows the rate.
+		clock := newManualClock()
+		l := newTestRateLimiter(t, append(tc.opts, retry.WithClock(clock))...)
 		i := 0
 		allocs := testing.AllocsPerRun(1000, func() {
+			clock.Advance(7 * time.Millisecond)
 			l.Acquire()
 			i++
-			l.Update(i%10 == 0)
+			l.Update(i%4 == 0)
 			_ = l.Stats()
 		})
 		if allocs != 0 {
-			t.Errorf("failFast=%v: %v allocations per Acquire+Update+Stats, want 0", failFast, allocs)
+			t.Errorf("%s: %v allocations per Acquire+Update+Stats, want 0", tc.name, allocs)
+		}
+		if !l.Stats().Enabled {
+			t.Errorf("%s: a quarter of attempts throttled did not enable the limiter", tc.name)
 		}
 	}
 }
@@ -379,63 +427,288 @@ func BenchmarkRateLimiterAcquireUpdateParallel(b *testing.B) {
 	})
 }
 
+// feed records n attempts, one every gap from the clock's time, the i-th
+// throttled when pattern[i%len(pattern)] is 't'.
+func feed(l *retry.RateLimiter, clock *manualClock, n int, gap time.Duration, pattern string) {
+	for i := range n {
+		clock.Advance(gap)
+		l.Update(pattern[i%len(pattern)] == 't')
+	}
+}
+
+// A step of a limiter's history: attempts one every gap until the time
+// since creation is until, with throttles as pattern says; then the
+// expected state.
+type limiterStep struct {
+	until   time.Duration
+	gap     time.Duration
+	pattern string
+
+	enabled      bool
+	fillRate     float64 // 0: not checked
+	lastMaxRate  float64 // 0: not checked
+	learnedShare float64
+}
+
+func runLimiterSteps(t *testing.T, l *retry.RateLimiter, clock *manualClock, steps []limiterStep) {
+	t.Helper()
+	start := clock.Now()
+	for _, st := range steps {
+		n := int((st.until - clock.Now().Sub(start)) / st.gap)
+		feed(l, clock, n, st.gap, st.pattern)
+		if got := clock.Now().Sub(start); got != st.until {
+			t.Fatalf("step to %v ended at %v", st.until, got)
+		}
+		s := l.Stats()
+		at := fmt.Sprintf("t=%v (%q every %v)", st.until, st.pattern, st.gap)
+		if s.Enabled != st.enabled {
+			t.Errorf("%s: Enabled = %v, want %v", at, s.Enabled, st.enabled)
+		}
+		if st.fillRate != 0 && math.Abs(s.FillRate-st.fillRate) > 1e-9 {
+			t.Errorf("%s: FillRate = %v, want %v", at, s.FillRate, st.fillRate)
+		}
+		if st.lastMaxRate != 0 && math.Abs(s.LastMaxRate-st.lastMaxRate) > 1e-9 {
+			t.Errorf("%s: LastMaxRate = %v, want %v", at, s.LastMaxRate, st.lastMaxRate)
+		}
+		if math.Abs(s.LearnedShare-st.learnedShare) > 1e-9 {
+			t.Errorf("%s: LearnedShare = %v, want %v", at, s.LearnedShare, st.learnedShare)
+		}
+	}
+}
+
+// The default algorithm cuts by the throttled share in excess of what it
+// tolerates, from the newest measurement window that holds a throttle, and
+// grows back along W*(1 + c*t^3). Times are since the limiter's creation;
+// measurement windows are 0.5 s wide and close at the first attempt after
+// them; 20 attempts a second unless said otherwise.
+func TestRateLimiterDefaultCuts(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	c := retry.DefaultScaleConstant
+	runLimiterSteps(t, l, clock, []limiterStep{
+		// One second of successes: 20/s measured, nothing limited.
+		{until: time.Second, gap: 50 * time.Millisecond, pattern: "s"},
+		// Every other attempt throttled in [1 s, 1.5 s). The window
+		// closes at 1.5 s: the last two windows hold 20 attempts, 5
+		// throttled, 25%. The client is not limited yet, so 10% is
+		// tolerated: the rate in use, 20/s, is cut by 15%, to 17/s.
+		{until: 1500 * time.Millisecond, gap: 50 * time.Millisecond, pattern: "ts", enabled: true, fillRate: 17, lastMaxRate: 17},
+		// Successes: the rate grows from 17 along the curve.
+		{until: 3500 * time.Millisecond, gap: 50 * time.Millisecond, pattern: "s", enabled: true, fillRate: 17 * (1 + c*8), lastMaxRate: 17},
+		// While limited, nothing learned, nothing is tolerated: one
+		// throttle at 4 s, in the window [4 s, 4.5 s), makes the last two
+		// windows' share 1 of 20. At 4.5 s the allowed rate, set at 4.45 s
+		// to 17*(1+c*2.95^3), is cut by 5%.
+		{until: 4500 * time.Millisecond, gap: 50 * time.Millisecond, pattern: "ssssssssstssssssssss", enabled: true,
+			fillRate: 0.95 * 17 * (1 + c*2.95*2.95*2.95), lastMaxRate: 0.95 * 17 * (1 + c*2.95*2.95*2.95)},
+	})
+}
+
+// A share of throttles up to the tolerance, while the limiter does not
+// limit the client, never cuts: the limiter learns it, and tolerates it
+// once it limits the client. Larger shares cut.
+func TestRateLimiterLoadIndependentShare(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	const gap = 50 * time.Millisecond
+	// One throttle a second, at 1 s, 2 s, ...: each in the window that
+	// begins then.
+	const fivePercent = "ssssssssssssssssssst"
+	c := retry.DefaultScaleConstant
+	runLimiterSteps(t, l, clock, []limiterStep{
+		// 5% throttled for 5 s: nothing cut. The last 8 windows (4 s,
+		// 80 attempts) hold 4 throttles: 5% learned.
+		{until: 5 * time.Second, gap: gap, pattern: fivePercent, learnedShare: 0.05},
+		// Every attempt throttled in [5 s, 5.5 s) (the one at 5.5 s, in the
+		// next window, is not): the last 8 windows hold 13 throttles of
+		// 80, more than the 10% tolerated, so 5% stays learned; the last
+		// two hold 10 of 20, 50%. Not limited yet, so max(5%, 10%) is
+		// tolerated: the 20/s in use is cut by 40%, to 12/s.
+		{until: 5500 * time.Millisecond, gap: gap, pattern: "ttttttttts", enabled: true, fillRate: 12, lastMaxRate: 12, learnedShare: 0.05},
+		// Limited now (20/s sent, 12/s allowed), 5% learned and so
+		// tolerated: one throttle in 20 cuts nothing, and the rate grows
+		// from 12 along the curve.
+		{until: 7500 * time.Millisecond, gap: gap, pattern: fivePercent, enabled: true, fillRate: 12 * (1 + c*8), lastMaxRate: 12, learnedShare: 0.05},
+		// A share well above the learned one cuts by the excess: at 8 s
+		// the last two windows hold 6 throttles of 20 (30%: the one at
+		// 7.5 s and 5 after it), and the rate set at 7.95 s is cut by 25%.
+		{until: 8 * time.Second, gap: gap, pattern: "tttttsssss", enabled: true, fillRate: 0.75 * 12 * (1 + c*2.45*2.45*2.45), learnedShare: 0.05},
+	})
+}
+
+// A burst of throttles before the first accepted attempt does not count:
+// it cannot pin the rate at the minimum, as it does in the published
+// algorithm.
+func TestRateLimiterStartupBurst(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     []retry.RateLimiterOption
+		enabled  bool
+		fillRate float64 // after the burst
+	}{
+		{"default", nil, false, 0},
+		{"published", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}, true, retry.DefaultMinFillRate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newManualClock()
+			l := newTestRateLimiter(t, append(tc.opts, retry.WithClock(clock))...)
+			feed(l, clock, 20, 50*time.Millisecond, "t") // [0, 1 s]: all throttled
+			s := l.Stats()
+			if s.Enabled != tc.enabled || (tc.fillRate != 0 && s.FillRate != tc.fillRate) {
+				t.Errorf("after the burst: Stats() = %+v, want Enabled %v, FillRate %v", s, tc.enabled, tc.fillRate)
+			}
+			if tc.enabled {
+				return
+			}
+			feed(l, clock, 40, 50*time.Millisecond, "s")
+			if s := l.Stats(); s.Enabled || s.FillRate < 2*19 {
+				t.Errorf("after the burst and 2 s of successes: Stats() = %+v, want no limit, twice the measured rate", s)
+			}
+		})
+	}
+}
+
+// One cut never takes the rate below beta times the rate in use, and a cut
+// empties the bucket.
+func TestRateLimiterCutBoundAndBucket(t *testing.T) {
+	for _, tc := range []struct {
+		beta          float64
+		first, second float64 // the fill rate at 1.5 s and at 2 s
+	}{
+		// At 1.5 s the last two windows hold 9 throttles of 20: a cut by
+		// 45% - 10% of the 20/s in use, bounded by beta. At 2 s they hold
+		// 19 of 20: a cut by 95% of the rate allowed at 1.95 s, bounded
+		// by beta.
+		{retry.DefaultBeta, 13, 0.5 * 13 * (1 + retry.DefaultScaleConstant*0.45*0.45*0.45)},
+		{0.8, 16, 0.8 * 16 * (1 + retry.DefaultScaleConstant*0.45*0.45*0.45)},
+	} {
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithBeta(tc.beta), retry.WithFailFast(true))
+		feed(l, clock, 20, 50*time.Millisecond, "s") // [0, 1 s]: 20/s
+		feed(l, clock, 10, 50*time.Millisecond, "t") // then all throttled
+		if s := l.Stats(); !s.Enabled || math.Abs(s.FillRate-tc.first) > 1e-9 {
+			t.Errorf("beta %v: at 1.5 s FillRate = %v, want %v", tc.beta, s.FillRate, tc.first)
+		}
+		if d, err := l.Acquire(); !errors.Is(err, retry.ErrRateLimited) || d <= 0 {
+			t.Errorf("beta %v: Acquire right after a cut = %v, %v; want a wait and ErrRateLimited (the bucket is empty)", tc.beta, d, err)
+		}
+		feed(l, clock, 10, 50*time.Millisecond, "t")
+		if s := l.Stats(); math.Abs(s.FillRate-tc.second) > 1e-9 {
+			t.Errorf("beta %v: at 2 s FillRate = %v, want %v", tc.beta, s.FillRate, tc.second)
+		}
+	}
+}
+
+// The same throttled share cuts a client sending 10/s and one sending
+// 100/s by the same factor, so a fleet of small clients reacts as one big
+// client does.
+func TestRateLimiterShareScalesWithTheClient(t *testing.T) {
+	for _, perSecond := range []int{10, 100} {
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithThrottleTolerance(0))
+		gap := time.Second / time.Duration(perSecond)
+		feed(l, clock, perSecond, gap, "s") // 1 s of successes
+		// [1 s, 1.5 s): a fifth throttled; the window closes at 1.5 s.
+		// The last two windows: 10% throttled, the rate cut by 10%.
+		feed(l, clock, perSecond/2, gap, "tssss")
+		s := l.Stats()
+		if want := 0.9 * float64(perSecond); !s.Enabled || math.Abs(s.LastMaxRate-want) > 1e-9 {
+			t.Errorf("%d/s: after a window a fifth throttled Stats() = %+v, want LastMaxRate %v", perSecond, s, want)
+		}
+	}
+}
+
+// WithPublishedCUBIC selects the published constants, and other options
+// override them whatever their order.
+func TestRateLimiterPublishedOptionOrder(t *testing.T) {
+	for _, opts := range [][]retry.RateLimiterOption{
+		{retry.WithPublishedCUBIC(), retry.WithBeta(0.6)},
+		{retry.WithBeta(0.6), retry.WithPublishedCUBIC()},
+	} {
+		clock := newManualClock()
+		l := newTestRateLimiter(t, append(opts, retry.WithClock(clock))...)
+		warmUp(l, clock)
+		l.Update(true)
+		s := l.Stats()
+		if math.Abs(s.FillRate-0.6*s.LastMaxRate) > 1e-12 {
+			t.Errorf("one throttle cut the rate to %v of %v, want 0.6 of it", s.FillRate, s.LastMaxRate)
+		}
+	}
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithPublishedCUBIC())
+	warmUp(l, clock)
+	l.Update(true)
+	if s := l.Stats(); math.Abs(s.FillRate-retry.PublishedBeta*s.LastMaxRate) > 1e-12 || s.LearnedShare != 0 {
+		t.Errorf("published: Stats() = %+v, want FillRate PublishedBeta × LastMaxRate", s)
+	}
+}
+
 func ExampleNewRateLimiter() {
 	// A clock that moves only when told to, so the output is the same
 	// every time. Real code leaves out WithClock.
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := retry.ClockFunc(func() time.Time { return now })
-
 	l, err := retry.NewRateLimiter(retry.WithClock(clock))
 	if err != nil {
 		log.Fatal(err)
 	}
+	send := func(n int, throttled func(i int) bool) {
+		for i := range n {
+			now = now.Add(50 * time.Millisecond)
+			l.Update(throttled(i))
+		}
+	}
 
-	// Before the service throttles anything, nothing waits.
+	// 20 attempts a second for 2 s, one of them throttled: no limit.
+	send(40, func(i int) bool { return i == 10 })
 	d, _ := l.Acquire()
-	fmt.Println("first attempt waits:", d)
+	fmt.Println("enabled:", l.Stats().Enabled, "wait:", d)
 
-	// The service throttles the attempt: from now on, sends are paced.
-	now = now.Add(100 * time.Millisecond)
-	l.Update(true)
+	// Then half a second with every other attempt throttled: when that
+	// measurement window closes, the rate is cut by the share throttled
+	// beyond the tolerated 10%.
+	send(10, func(i int) bool { return i%2 == 0 })
 	s := l.Stats()
 	fmt.Printf("enabled: %v, fill rate: %.1f/s\n", s.Enabled, s.FillRate)
 
-	// Three callers ask at once; each gets the next slot.
+	// A cut empties the bucket: three callers get the next three slots.
 	for range 3 {
 		d, _ := l.Acquire()
-		fmt.Println("wait:", d)
+		fmt.Println("wait:", d.Round(time.Millisecond))
 	}
 	// Output:
-	// first attempt waits: 0s
-	// enabled: true, fill rate: 1.6/s
-	// wait: 625ms
-	// wait: 1.25s
-	// wait: 1.875s
+	// enabled: false wait: 0s
+	// enabled: true, fill rate: 17.0/s
+	// wait: 59ms
+	// wait: 118ms
+	// wait: 176ms
 }
 
-// A throttle before the first measurement window closes cuts the rate from
-// what was sent so far, not from zero; the published algorithm (cooldown 0)
-// cuts it to the minimum.
-func TestRateLimiterStartupEstimate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts []retry.RateLimiterOption
-		want float64
-	}{
-		{"default", nil, retry.DefaultBeta * 20},
-		{"published", []retry.RateLimiterOption{retry.WithReductionCooldown(0), retry.WithBeta(retry.PublishedBeta)}, retry.DefaultMinFillRate},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := newManualClock()
-			l := newTestRateLimiter(t, append([]retry.RateLimiterOption{retry.WithClock(clock)}, tc.opts...)...)
-			for range 9 { // 9 successes and a throttle in 0.45 s: 10 per 0.5-s window, 20/s
-				clock.Advance(45 * time.Millisecond)
-				l.Update(false)
-			}
-			l.Update(true)
-			if got := l.Stats().FillRate; math.Abs(got-tc.want) > 1e-9 {
-				t.Errorf("FillRate after the first throttle = %v, want %v", got, tc.want)
-			}
-		})
+// A fail-fast limiter's wait for the next token saturates instead of
+// wrapping to a negative duration when the rate is tiny.
+func TestRateLimiterFailFastWaitSaturates(t *testing.T) {
+	clock := newManualClock()
+	l, err := retry.NewRateLimiter(retry.WithClock(clock), retry.WithPublishedCUBIC(),
+		retry.WithMinFillRate(1e-300), retry.WithFailFast(true))
+	if err != nil {
+		t.Fatal(err)
 	}
+	for range 2000 {
+		l.Update(true)
+		clock.Advance(time.Second)
+	}
+	if r := l.Stats().FillRate; r > 1e-100 {
+		t.Fatalf("fill rate %g, want a tiny one", r)
+	}
+	for range 3 {
+		d, err := l.Acquire()
+		if err == nil {
+			continue // the bucket still held a token
+		}
+		if !errors.Is(err, retry.ErrRateLimited) || d != time.Duration(math.MaxInt64) {
+			t.Fatalf("Acquire = %v, %v; want the saturated wait and ErrRateLimited", d, err)
+		}
+		return
+	}
+	t.Fatal("the limiter never ran out of tokens")
 }

@@ -41,13 +41,13 @@ func readLimiterVectors(t *testing.T, name string, v any) {
 }
 
 // newVectorLimiter returns a limiter that reads the time from *now, created
-// at *now, configured for the published algorithm plus opts.
+// at *now, running the published algorithm (WithPublishedCUBIC and nothing
+// else) changed by opts.
 func newVectorLimiter(t *testing.T, now *time.Time, opts ...RateLimiterOption) *RateLimiter {
 	t.Helper()
 	base := []RateLimiterOption{
 		WithClock(ClockFunc(func() time.Time { return *now })),
-		WithReductionCooldown(0),
-		WithBeta(PublishedBeta),
+		WithPublishedCUBIC(),
 	}
 	l, err := NewRateLimiter(append(base, opts...)...)
 	if err != nil {
@@ -64,7 +64,7 @@ func newVectorLimiter(t *testing.T, now *time.Time, opts ...RateLimiterOption) *
 func pinLimiter(l *RateLimiter, maxRate float64, lastThrottle time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.enabled = true
+	l.enabled.Store(true)
 	l.measured = math.Inf(1)
 	l.lastMaxRate = maxRate
 	l.lastThrottle = lastThrottle
@@ -75,7 +75,7 @@ func pinLimiter(l *RateLimiter, maxRate float64, lastThrottle time.Time) {
 func setLimiterRate(l *RateLimiter, now time.Time, r float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.enabled = true
+	l.enabled.Store(true)
 	l.setRate(now, r)
 }
 
@@ -120,9 +120,9 @@ func TestRateLimiterVectorsSendRate(t *testing.T) {
 		opts []RateLimiterOption
 	}{
 		{"published", nil},
-		// The vectors' throttles are more than a cooldown apart, so the
-		// default limiter gives the same rates.
-		{"default cooldown", []RateLimiterOption{WithReductionCooldown(DefaultReductionCooldown)}},
+		// The vectors' throttles are more than a cooldown apart, so one
+		// cut per 500 ms gives the same rates.
+		{"published with a cooldown", []RateLimiterOption{WithReductionCooldown(500 * time.Millisecond)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := limiterVectorAt(0)
@@ -184,8 +184,8 @@ func TestRateLimiterVectorsCubic(t *testing.T) {
 		Tolerance map[string]float64 `json:"tolerance_in_sources"`
 	}
 	readLimiterVectors(t, "adaptive_cubic_sep.json", &f)
-	if f.Constants.Beta != PublishedBeta || f.Constants.ScaleConstant != DefaultScaleConstant {
-		t.Fatalf("file constants %+v differ from the defaults", f.Constants)
+	if f.Constants.Beta != PublishedBeta || f.Constants.ScaleConstant != PublishedScaleConstant {
+		t.Fatalf("file constants %+v differ from the published ones", f.Constants)
 	}
 	// The SEP's own source, smithy-kotlin, checks to 5e-7.
 	tol := f.Tolerance["smithy-kotlin"]
@@ -264,7 +264,7 @@ func TestRateLimiterVectorsBotocoreCubic(t *testing.T) {
 	for _, c := range f.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			opts := []RateLimiterOption{limiterPinnedWindow}
-			beta, scale := PublishedBeta, DefaultScaleConstant
+			beta, scale := PublishedBeta, PublishedScaleConstant
 			if c.Init.Beta != 0 {
 				beta = c.Init.Beta
 				opts = append(opts, WithBeta(beta))
@@ -542,7 +542,7 @@ func TestRateLimiterVectorsClientRateLimiter(t *testing.T) {
 				// top of the curve, K seconds after the reduction.
 				l := newVectorLimiter(t, &now, limiterPinnedWindow)
 				w := c.Mocks.SuccessReceived
-				k := cubicK(w, PublishedBeta, DefaultScaleConstant)
+				k := cubicK(w, PublishedBeta, PublishedScaleConstant)
 				pinLimiter(l, w, now.Add(-time.Duration(k*float64(time.Second))))
 				l.mu.Lock()
 				l.measured = c.Mocks.Record
@@ -741,5 +741,24 @@ func limiterUnmarshal(t *testing.T, data []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", data, err)
+	}
+}
+
+// Until it paces, Acquire takes no lock: with the limiter's lock held, it
+// still returns at once. (If it took the lock, this test would deadlock.)
+func TestRateLimiterAcquireTakesNoLockBeforeItPaces(t *testing.T) {
+	now := limiterVectorAt(0)
+	for _, failFast := range []bool{false, true} {
+		l, err := NewRateLimiter(WithClock(ClockFunc(func() time.Time { return now })), WithFailFast(failFast))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Update(true) // one throttle: the default algorithm does not pace yet
+		l.mu.Lock()
+		d, err := l.Acquire()
+		l.mu.Unlock()
+		if d != 0 || err != nil {
+			t.Errorf("failFast=%v: Acquire() = %v, %v; want 0, nil", failFast, d, err)
+		}
 	}
 }

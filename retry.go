@@ -3,26 +3,49 @@
 // exponential backoff with jitter between attempts, and pays for every
 // retry from a shared retry quota, so that when a service fails broadly
 // its clients stop retrying instead of turning the outage into a retry
-// storm.
+// storm. Adaptive mode adds a client-side rate limiter that slows sending
+// while the service throttles.
+//
+// # Start here
+//
+// Most code needs three calls:
+//
+//	strategy, err := retry.NewStandard()            // or NewAdaptive(); once, shared
+//	item, err := retry.Do(ctx, getItem, retry.WithStrategy(strategy))
+//	errors.Is(err, retry.ErrMaxAttemptsExceeded)    // why it gave up; errors.Is(err, lastErr) holds too
+//
+// [Do] (and [Run], for functions that return only an error) calls the
+// function until it succeeds or the strategy gives up. Without
+// [WithStrategy] it uses [DefaultStrategy], shared by the whole process.
+// Only errors known to be safe to retry are retried (see [Classify]): an
+// HTTP 503 or 429, an AWS throttling code, a reset connection, a timeout;
+// not a plain errors.New. Mark errors with [Transient] or [Permanent], or
+// use [ClassifyAll] to retry everything but cancellation and permanent
+// errors. [Transport] retries HTTP requests; the awsretry, grpcretry and
+// otelretry modules of this repository plug a strategy into the AWS SDK
+// for Go v2, gRPC and OpenTelemetry, and package retrytest helps test
+// code that retries.
+//
+// # Strategies
 //
 // A [RetryStrategy] decides, and waits. Before the first attempt it issues
 // a [RetryToken], once the attempt may go; after each failure it classifies
-// the error (see [Classify]) and either waits the backoff and returns the
-// token for the next attempt, or refuses with the reason; after a success
-// it records the outcome. Because the strategy does the waiting, any loop
-// that only acquires, attempts, refreshes and records, such as an SDK
-// middleware's, gets everything the strategy offers. [Do] and [Run] are
-// that loop around a function; [Transport] is that loop around HTTP
-// requests, and [Poll] waits for an operation that finishes asynchronously.
+// the error and either waits the backoff and returns the token for the next
+// attempt, or refuses with the reason; after a success it records the
+// outcome. Because the strategy does the waiting, any loop that only
+// acquires, attempts, refreshes and records, such as an SDK middleware's,
+// gets everything the strategy offers: Do is that loop around a function,
+// Transport around HTTP requests. [Poll] waits for an operation that
+// finishes asynchronously.
 //
 // [NewStandard] builds the standard mode: at most 3 attempts by default,
 // [ExponentialBackoff], and a [TokenBucket] retry quota per scope.
-// [NewAdaptive] adds a client-side [RateLimiter] that slows sending after
-// throttling and recovers along a CUBIC curve. [WithProfile] selects the
-// AWS SDKs' legacy or 2026 defaults instead, and [FromEnvironment] builds
-// whatever AWS_RETRY_MODE, AWS_MAX_ATTEMPTS and the shared config file
-// select. [WithHook] reports every decision, for logs ([SlogHook]) and
-// metrics.
+// [NewAdaptive] adds a client-side [RateLimiter] per scope. [WithProfile]
+// selects the AWS SDKs' legacy or 2026 defaults instead, and
+// [FromEnvironment] builds whatever AWS_RETRY_MODE, AWS_MAX_ATTEMPTS and
+// the shared config file select. [WithHook] reports every decision, for
+// logs ([SlogHook]) and metrics, and [Standard.AllStats] snapshots every
+// scope's quota and rate.
 //
 // Strategies, buckets, backoffs and limiters are safe for concurrent use
 // and meant to be shared: all per-call state lives in the tokens. They read

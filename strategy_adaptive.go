@@ -6,10 +6,13 @@ import (
 )
 
 // Adaptive is the adaptive retry strategy of the AWS SDKs: everything
-// Standard does, plus a client-side rate limiter (a RateLimiter) that,
-// once the service has throttled, sends no faster than the rate the service
-// has recently accepted, backs off when throttled again and grows back
-// after successes.
+// Standard does, plus a client-side rate limiter (a RateLimiter) that paces
+// attempts when the service is overloaded. By default the limiter cuts the
+// send rate by the share of recent attempts throttled beyond what it
+// tolerates, grows it back along a cubic curve, and tolerates a small
+// throttled share that does not depend on the load; WithPublishedCUBIC
+// selects the published CUBIC algorithm of the AWS SDKs instead (see
+// RateLimiter).
 //
 // Every attempt needs a send slot from the limiter, and the blocking
 // methods wait for it: AcquireInitialToken before the first attempt,
@@ -20,9 +23,10 @@ import (
 // ErrRateLimited, and never sent: under overload the requests that cannot
 // be served fail fast instead of queueing until their deadline. A wait for
 // a slot that could not end before ctx's deadline is refused at once with
-// ErrDeadlineTooSoon. Until the first throttle, the limiter delays
-// nothing. Every outcome (success, throttle, other failure) updates the
-// limiter. The retry quota works exactly as in standard mode.
+// ErrDeadlineTooSoon. Until the limiter first cuts the rate, it delays
+// nothing and takes no lock. Every outcome (success, throttle, other
+// failure) updates the limiter. The retry quota works exactly as in
+// standard mode.
 //
 // Each scope gets its own limiter, made with the strategy's rate limiter
 // options, unless WithRateLimiter shares one; the adaptive design assumes
@@ -53,7 +57,15 @@ type adaptiveConfig struct {
 }
 
 func adaptiveDefaults(p Profile) adaptiveConfig {
-	return adaptiveConfig{standardConfig: profileConfig(p), limiter: defaultLimiterConfig(), maxSendWait: DefaultMaxSendWait}
+	return adaptiveConfig{standardConfig: profileConfig(p), limiter: limiterDefaults(false), maxSendWait: DefaultMaxSendWait}
+}
+
+// publishedDefaults is adaptiveDefaults with the published algorithm's
+// limiter defaults, which WithPublishedCUBIC selects.
+func publishedDefaults(p Profile) adaptiveConfig {
+	c := adaptiveDefaults(p)
+	c.limiter = limiterDefaults(true)
+	return c
 }
 
 func (c *adaptiveConfig) validate() error {
@@ -61,8 +73,8 @@ func (c *adaptiveConfig) validate() error {
 		return err
 	}
 	switch {
-	case c.sharedSet && c.shared == nil:
-		return configError("WithRateLimiter", "nil", "a non-nil *RateLimiter")
+	case c.sharedSet && !c.shared.valid():
+		return configError("WithRateLimiter", "a nil or zero *RateLimiter", "one made by NewRateLimiter")
 	case c.sharedSet && c.limiterOptions:
 		return configError("RateLimiterOption", "with WithRateLimiter", "rate limiter options only for the strategy's own limiters")
 	case c.maxSendWait < 0:
@@ -80,7 +92,13 @@ func NewAdaptive(opts ...AdaptiveOption) (*Adaptive, error) {
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
-	cfg := configure(opts, adaptiveDefaults, AdaptiveOption.applyAdaptive, func(c *adaptiveConfig) Profile { return c.profile })
+	profile := func(c *adaptiveConfig) Profile { return c.profile }
+	cfg := configure(opts, adaptiveDefaults, AdaptiveOption.applyAdaptive, profile)
+	if cfg.limiter.published {
+		// Options only set fields: apply them again over the published
+		// algorithm's defaults, so they override its constants.
+		cfg = configure(opts, publishedDefaults, AdaptiveOption.applyAdaptive, profile)
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

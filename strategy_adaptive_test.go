@@ -64,7 +64,8 @@ func TestAdaptiveSlowsAfterThrottling(t *testing.T) {
 	a, err := retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(retry.NoBackoff), retry.WithThrottleBackoff(retry.NoBackoff))
 	require.NoError(t, err)
 
-	// 20 sends a second for 2 s, then a throttle.
+	// 20 sends a second for 2 s, then 10 more, every other one throttled:
+	// a throttled share of 50% in the window [2 s, 2.5 s).
 	for range 40 {
 		tok, _ := a.PlanInitialToken("")
 		_, err := a.Admit(tok)
@@ -72,13 +73,28 @@ func TestAdaptiveSlowsAfterThrottling(t *testing.T) {
 		require.NoError(t, a.RecordSuccess(tok))
 		clock.Advance(50 * time.Millisecond)
 	}
-	tok, _ := a.PlanInitialToken("")
+	var tok retry.RetryToken
+	for i := range 10 {
+		tok, _ = a.PlanInitialToken("")
+		_, err = a.Admit(tok)
+		require.NoError(t, err)
+		if i%2 == 0 {
+			_, err = plan(a, tok, errThrottled)
+		} else {
+			err = a.RecordSuccess(tok)
+		}
+		require.NoError(t, err)
+		clock.Advance(50 * time.Millisecond)
+	}
+	require.False(t, a.RateLimiter().Stats().Enabled, "the limiter decides when the window closes")
+	// The window closes at the next outcome: the rate is cut.
+	tok, _ = a.PlanInitialToken("")
 	_, err = a.Admit(tok)
 	require.NoError(t, err)
 	tok, err = plan(a, tok, errThrottled)
 	require.NoError(t, err)
 	stats := a.RateLimiter().Stats()
-	require.True(t, stats.Enabled, "a throttle enables the limiter")
+	require.True(t, stats.Enabled, "a high throttled share enables the limiter")
 	assert.Less(t, stats.FillRate, stats.MeasuredRate, "the rate was cut below the measured send rate")
 
 	// Take every slot there is now; the next attempt must wait for one.
@@ -106,7 +122,8 @@ func TestAdaptiveSlowsAfterThrottling(t *testing.T) {
 
 func TestAdaptiveFailFast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, err := retry.NewAdaptive(retry.WithFailFast(true), retry.WithBackoff(retry.NoBackoff),
+		// The published algorithm: its first throttle enables the limiter.
+		a, err := retry.NewAdaptive(retry.WithPublishedCUBIC(), retry.WithFailFast(true), retry.WithBackoff(retry.NoBackoff),
 			retry.WithThrottleBackoff(retry.NoBackoff), retry.WithMaxAttempts(10))
 		require.NoError(t, err)
 		calls := 0
@@ -130,10 +147,10 @@ func TestAdaptiveFailFast(t *testing.T) {
 
 func TestAdaptiveDoWaitsForSendSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff), retry.WithThrottleBackoff(retry.NoBackoff),
+		a, err := retry.NewAdaptive(retry.WithPublishedCUBIC(), retry.WithBackoff(retry.NoBackoff), retry.WithThrottleBackoff(retry.NoBackoff),
 			retry.WithMaxAttempts(3))
 		require.NoError(t, err)
-		// One throttle enables the limiter at the minimum rate.
+		// One throttle enables the published limiter at the minimum rate.
 		_, _ = retry.Do(t.Context(), func(context.Context) (int, error) { return 0, retry.Permanent(errThrottled) }, retry.WithStrategy(a))
 		require.True(t, a.RateLimiter().Stats().Enabled)
 
@@ -152,7 +169,7 @@ func TestAdaptiveDoWaitsForSendSlots(t *testing.T) {
 }
 
 func TestAdaptiveSharedLimiter(t *testing.T) {
-	l, err := retry.NewRateLimiter()
+	l, err := retry.NewRateLimiter(retry.WithPublishedCUBIC())
 	require.NoError(t, err)
 	a1, err := retry.NewAdaptive(retry.WithRateLimiter(l))
 	require.NoError(t, err)
@@ -166,7 +183,7 @@ func TestAdaptiveSharedLimiter(t *testing.T) {
 }
 
 func TestAdaptiveScopesHaveTheirOwnLimiter(t *testing.T) {
-	a, err := retry.NewAdaptive()
+	a, err := retry.NewAdaptive(retry.WithPublishedCUBIC())
 	require.NoError(t, err)
 	tok, _ := a.PlanInitialToken("table-a")
 	_, err = plan(a, tok, errThrottled)
@@ -254,30 +271,43 @@ func TestAdaptiveQuotaMatchesStandard(t *testing.T) {
 }
 
 // Many goroutines share one adaptive strategy against a server that
-// throttles at random; checks race-freedom and the limiter's invariants.
+// throttles a quarter of attempts at random and takes 50 ms to
+// answer; checks race-freedom and the limiter's invariants, for both
+// algorithms.
 func TestAdaptiveStress(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		a, err := retry.NewAdaptive(retry.WithMaxAttempts(4), retry.WithMaxCapacity(1_000_000))
-		require.NoError(t, err)
-		var wg sync.WaitGroup
-		for g := range 100 {
-			wg.Go(func() {
-				r := rand.New(rand.NewPCG(uint64(g), 1))
-				for range 20 {
-					_, _ = retry.Do(t.Context(), func(context.Context) (int, error) {
-						if r.IntN(4) == 0 {
-							return 0, errThrottled
+	for _, tc := range []struct {
+		name string
+		opts []retry.AdaptiveOption
+	}{
+		{"default", nil},
+		{"published", []retry.AdaptiveOption{retry.WithPublishedCUBIC()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, err := retry.NewAdaptive(append(tc.opts, retry.WithMaxAttempts(4), retry.WithMaxCapacity(1_000_000))...)
+				require.NoError(t, err)
+				var wg sync.WaitGroup
+				for g := range 100 {
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(uint64(g), 1))
+						for range 20 {
+							_, _ = retry.Do(t.Context(), func(context.Context) (int, error) {
+								time.Sleep(50 * time.Millisecond)
+								if r.IntN(4) == 0 {
+									return 0, errThrottled
+								}
+								return 1, nil
+							}, retry.WithStrategy(a))
 						}
-						return 1, nil
-					}, retry.WithStrategy(a))
+					})
 				}
+				wg.Wait()
+				st := a.RateLimiter().Stats()
+				assert.True(t, st.Enabled, "a quarter of attempts throttled enables the limiter")
+				assert.GreaterOrEqual(t, st.FillRate, retry.DefaultMinFillRate)
+				assert.GreaterOrEqual(t, st.Capacity, float64(retry.DefaultMinCapacity))
+				assert.LessOrEqual(t, a.RetryQuota().Stats().Available, 1_000_000.0)
 			})
-		}
-		wg.Wait()
-		st := a.RateLimiter().Stats()
-		assert.True(t, st.Enabled)
-		assert.GreaterOrEqual(t, st.FillRate, retry.DefaultMinFillRate)
-		assert.GreaterOrEqual(t, st.Capacity, float64(retry.DefaultMinCapacity))
-		assert.LessOrEqual(t, a.RetryQuota().Stats().Available, 1_000_000.0)
-	})
+		})
+	}
 }

@@ -101,8 +101,8 @@ func (c *standardConfig) validate() error {
 		return configError("WithHook", "nil", "a non-nil Hook")
 	case c.maxScopes < 1 || c.maxScopes > MaxMaxScopes:
 		return configError("WithMaxScopes", c.maxScopes, fmt.Sprintf("a number from 1 to %d (MaxMaxScopes)", MaxMaxScopes))
-	case c.quotaSet && c.quota == nil:
-		return configError("WithRetryQuota", "nil", "a non-nil *TokenBucket (WithoutRetryQuota turns the quota off)")
+	case c.quotaSet && !c.quota.valid():
+		return configError("WithRetryQuota", "a nil or zero *TokenBucket", "one made by NewTokenBucket (WithoutRetryQuota turns the quota off)")
 	case c.quotaSet && c.noQuota:
 		return configError("WithRetryQuota", "with WithoutRetryQuota", "one or the other")
 	case c.bucketOptions && (c.quotaSet || c.noQuota):

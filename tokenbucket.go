@@ -40,7 +40,9 @@ const (
 // A TokenBucket is safe for concurrent use by any number of strategies and
 // goroutines. When it is full, giving tokens back takes no lock, so many
 // goroutines succeeding at once do not contend. Create one with
-// NewTokenBucket; the zero value is not usable.
+// NewTokenBucket: a nil or zero TokenBucket holds no quota, so Acquire and
+// Release return an error wrapping ErrInvalidConfig and Stats reports
+// zeros.
 type TokenBucket struct {
 	cfg bucketConfig
 
@@ -197,6 +199,12 @@ func (b *TokenBucket) RetryCost(c Classification) int {
 	return b.cfg.retryCost
 }
 
+// valid reports whether b was made by NewTokenBucket.
+func (b *TokenBucket) valid() bool { return b != nil && b.cfg.clock != nil }
+
+// errZeroBucket is the error of every method of a nil or zero TokenBucket.
+var errZeroBucket = configError("TokenBucket", "a nil or zero *TokenBucket", "one made by NewTokenBucket")
+
 // errNegativeTokens reports a negative argument to Acquire or Release.
 var errNegativeTokens = errors.New("retry: negative token count")
 
@@ -206,6 +214,9 @@ var errNegativeTokens = errors.New("retry: negative token count")
 // missing tokens from refill and returns how long the caller must wait
 // before acting. A negative n is an error.
 func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
+	if !b.valid() {
+		return 0, errZeroBucket
+	}
 	if n < 0 {
 		return 0, fmt.Errorf("%w: TokenBucket.Acquire(%d)", errNegativeTokens, n)
 	}
@@ -232,13 +243,16 @@ func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 // capacity. In wait mode, tokens owed to waiting retries are paid first. A
 // negative n is an error.
 func (b *TokenBucket) Release(n int) error {
-	if n > 0 && b.full.Load() {
+	if n > 0 && b != nil && b.full.Load() {
 		return nil // the common case, kept small enough to inline: no lock
 	}
 	return b.release(n)
 }
 
 func (b *TokenBucket) release(n int) error {
+	if !b.valid() {
+		return errZeroBucket
+	}
 	if n < 0 {
 		return fmt.Errorf("%w: TokenBucket.Release(%d)", errNegativeTokens, n)
 	}
@@ -299,6 +313,9 @@ type TokenBucketStats struct {
 // Stats returns a consistent snapshot of the bucket's state at its clock's
 // now.
 func (b *TokenBucket) Stats() TokenBucketStats {
+	if !b.valid() {
+		return TokenBucketStats{}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill()

@@ -785,7 +785,8 @@ func TestTransportBrokenBase(t *testing.T) {
 func TestTransportAdaptiveRateLimits(t *testing.T) {
 	checkLeaks(t)
 	srv := newScriptedServer(t, 429).start(t)
-	a, err := retry.NewAdaptive(retry.WithFailFast(true), retry.WithMaxAttempts(1))
+	// The published algorithm: its first throttle enables the limiter.
+	a, err := retry.NewAdaptive(retry.WithPublishedCUBIC(), retry.WithFailFast(true), retry.WithMaxAttempts(1))
 	require.NoError(t, err)
 	tr := &retry.Transport{Base: srv.Client().Transport, Strategy: a, Scope: func(*http.Request) string { return "" }}
 

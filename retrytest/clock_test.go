@@ -142,7 +142,7 @@ func TestClockDrivesStrategy(t *testing.T) {
 // The send-slot waits of an adaptive strategy go through the clock too.
 func TestClockDrivesAdaptive(t *testing.T) {
 	c := retrytest.NewClock(start)
-	a, err := retry.NewAdaptive(retry.WithClock(c), retry.WithMaxSendWait(time.Hour))
+	a, err := retry.NewAdaptive(retry.WithClock(c), retry.WithMaxSendWait(time.Hour), retry.WithPublishedCUBIC())
 	require.NoError(t, err)
 	throttled := retry.Throttled(errors.New("slow down"))
 

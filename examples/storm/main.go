@@ -1,10 +1,12 @@
 // Command storm simulates a retry storm and compares the retry modes: no
 // retries, naive retries (fixed attempts, no quota), the standard mode and
-// the adaptive mode (with its defaults and with the published algorithm's
-// constants).
+// the adaptive mode (with its defaults and with the published algorithm of
+// the AWS SDKs); then the backoff jitter kinds (none, full, equal,
+// decorrelated) when many clients retry after one shared failure.
 //
 //	go run ./examples/storm                 # prints the table, writes storm.svg
 //	go run ./examples/storm -svg docs/storm.svg -seed 7
+//	go run ./examples/storm -only fleet,hot-key
 //
 // The simulation runs on virtual time (the strategies read a simulated
 // Clock), so five minutes of traffic per mode and scenario take a few
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/retrykit/retry/internal/storm"
@@ -27,10 +30,34 @@ import (
 func main() {
 	svgPath := flag.String("svg", "storm.svg", "where to write the chart (empty: no chart)")
 	seed := flag.Uint64("seed", 1, "seed of the workload and of the backoff jitter")
+	only := flag.String("only", "", "comma-separated names of the scenarios to run (empty: all)")
+	wait := flag.Duration("max-send-wait", storm.MaxSendWait, "the longest an adaptive attempt waits for a send slot (0: no bound)")
 	flag.Parse()
 	log.SetFlags(0)
 
 	scenarios := storm.Scenarios()
+	if *only != "" {
+		var picked []storm.Scenario
+		for _, name := range strings.Split(*only, ",") {
+			found := false
+			for _, sc := range scenarios {
+				if sc.Name == name {
+					picked, found = append(picked, sc), true
+				}
+			}
+			if !found {
+				log.Fatalf("no scenario %q", name)
+			}
+		}
+		scenarios = picked
+	}
+	bound := *wait
+	if bound == 0 {
+		bound = -1 // no bound
+	}
+	for i := range scenarios {
+		scenarios[i].MaxSendWait = bound
+	}
 	start := time.Now()
 	results, err := storm.RunAll(scenarios, storm.Modes, *seed)
 	if err != nil {
@@ -43,15 +70,31 @@ func main() {
 	for _, m := range storm.Modes {
 		fmt.Printf("  %-19s %s\n", m, m.Description())
 	}
-	fmt.Print(`
-Model: closed-loop workers share one strategy; each sends a request, retries
-as the strategy says, thinks 0.5-1.5 s, and sends the next; a request gives up
-if its next attempt could not start within 10 s of its start. The server
-answers after 20 ms; it serves its capacity per 1-s window and answers the
-rest 429 (throttled); in an outage it answers 503.
+	fmt.Printf(`
+Model: closed-loop workers share one strategy (in (d), 10 clients with 30
+workers and a strategy each); each sends a request, retries as the strategy
+says, thinks 0.5-1.5 s, and sends the next; a request gives up if its next
+attempt could not start within 10 s of its start, and an adaptive attempt
+that finds no send slot within %v fails at once (refused). The server answers
+after 20 ms (in (d), plus 20-50 ms of network each way); it serves its
+capacity per 1-s window (in (d), by a token bucket holding 0.1 s of capacity)
+and answers the rest 429 (throttled); in (f) it also throttles 5%% of attempts
+whatever the load; in an outage it answers 503.
 
-`)
+`, waitText(*wait))
 	if err := storm.WriteTable(os.Stdout, scenarios, results); err != nil {
+		log.Fatal(err)
+	}
+
+	// The jitter kinds, compared on the storm every client's shared failure
+	// sets off when it heals.
+	jsc := storm.DefaultJitterScenario()
+	jitter, err := storm.CompareJitter(jsc, storm.JitterKinds, *seed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := storm.WriteJitterTable(os.Stdout, jsc, jitter); err != nil {
 		log.Fatal(err)
 	}
 	if *svgPath != "" {
@@ -65,4 +108,12 @@ rest 429 (throttled); in an outage it answers 503.
 		fmt.Printf("\nchart: %s\n", *svgPath)
 	}
 	fmt.Printf("simulated in %v\n", elapsed.Round(10*time.Millisecond))
+}
+
+// waitText describes the bound on the wait for a send slot.
+func waitText(d time.Duration) string {
+	if d == 0 {
+		return "any time (no bound)"
+	}
+	return d.String()
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/retrykit/retry"
 )
 
-func compare(t *testing.T, sc JitterScenario, seed uint64) map[JitterKind]JitterResult {
+func compareJitter(t *testing.T, sc JitterScenario, seed uint64) map[JitterKind]JitterResult {
 	t.Helper()
 	rs, err := CompareJitter(sc, JitterKinds, seed)
 	if err != nil {
@@ -39,7 +39,7 @@ func compare(t *testing.T, sc JitterScenario, seed uint64) map[JitterKind]Jitter
 func TestJitterComparison(t *testing.T) {
 	sc := DefaultJitterScenario()
 	for seed := uint64(1); seed <= 5; seed++ {
-		rs := compare(t, sc, seed)
+		rs := compareJitter(t, sc, seed)
 		none := rs[NoJitter]
 		if none.PeakAfterHeal != sc.Clients || none.PeakLoad != sc.Clients {
 			t.Errorf("seed %d: without jitter the peaks are %d and %d, want every client (%d) at once",
@@ -68,7 +68,7 @@ func TestJitterComparison(t *testing.T) {
 
 func TestJitterDeterministic(t *testing.T) {
 	sc := DefaultJitterScenario()
-	a, b, c := compare(t, sc, 1), compare(t, sc, 1), compare(t, sc, 2)
+	a, b, c := compareJitter(t, sc, 1), compareJitter(t, sc, 1), compareJitter(t, sc, 2)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("two runs with the same seed differ:\n%+v\n%+v", a, b)
 	}
@@ -89,7 +89,7 @@ func TestJitterInvariants(t *testing.T) {
 	unhealed.HealAt, unhealed.MaxAttempts = time.Hour, 4
 	scs = append(scs, unhealed)
 	for _, sc := range scs {
-		for _, r := range compare(t, sc, 3) {
+		for _, r := range compareJitter(t, sc, 3) {
 			if r.Succeeded+r.Failed != sc.Clients {
 				t.Errorf("%+v, %v: %d succeeded + %d failed != %d clients", sc, r.Kind, r.Succeeded, r.Failed, sc.Clients)
 			}
@@ -106,7 +106,7 @@ func TestJitterInvariants(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range compare(t, unhealed, 3) {
+	for _, r := range compareJitter(t, unhealed, 3) {
 		if r.Succeeded != 0 || r.Failed != unhealed.Clients || r.Attempts != unhealed.Clients*unhealed.MaxAttempts || r.Max != 0 || r.PeakAfterHeal != 0 {
 			t.Errorf("%v, never healed: %+v; want every client to spend its %d attempts", r.Kind, r, unhealed.MaxAttempts)
 		}

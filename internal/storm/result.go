@@ -14,11 +14,15 @@ func (s *sim) result(mode string) Result {
 		r.OutageAmplification = ratio(s.outageAttempts, s.outageRequests)
 	}
 	r.Recovery = s.recovery()
+	r.LatencyP50 = percentile(s.latencies, 0.50)
+	r.LatencyP99 = percentile(s.latencies, 0.99)
+	r.FailP50 = percentile(s.failTimes, 0.50)
 	for i := range s.bins {
 		c, _ := s.sc.capacityAt(time.Duration(i) * Bin)
 		s.bins[i].Capacity = c
 	}
 	r.Series = s.bins
+	r.Fine = s.fine
 	return r
 }
 
@@ -34,23 +38,25 @@ func (sc *Scenario) servable() float64 {
 }
 
 // recovery returns the time from the heal to the first 1-second window,
-// on a 100-ms grid, whose successes reach recoveryLevel of the rate before
-// the incident; -1 if there is no incident or no such window.
+// on a 100-ms grid, whose successes reach recoveryLevel of the baseline
+// rate (see Result.Recovery); -1 if there is no incident or no such window.
 func (s *sim) recovery() time.Duration {
 	inc := s.sc.Incident
 	if !s.sc.hasIncident() {
 		return -1
 	}
-	from := max(inc.Start-recoveryBaseline, 0)
-	n := int((inc.Start - from) / recoveryStep)
-	if n == 0 {
-		return -1
+	from, to := inc.Start-recoveryBaseline, inc.Start
+	if from < 0 {
+		from, to = s.sc.Duration-recoveryBaseline, s.sc.Duration
+		if from < inc.End {
+			return -1 // no baseline outside the incident
+		}
 	}
 	baseline := 0
-	for _, c := range s.fine[from/recoveryStep : inc.Start/recoveryStep] {
+	for _, c := range s.fine[from/recoveryStep : to/recoveryStep] {
 		baseline += c
 	}
-	target := recoveryLevel * float64(baseline) / (inc.Start - from).Seconds() // per second
+	target := recoveryLevel * float64(baseline) / (to - from).Seconds() // per second
 	span := int(time.Second / recoveryStep)
 	heal := int(inc.End / recoveryStep)
 	for k := heal; k+span <= len(s.fine); k++ {

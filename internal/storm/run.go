@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/retrykit/retry"
@@ -26,6 +27,11 @@ type Result struct {
 	Requests  int
 	Succeeded int
 	Failed    int // gave up: retries refused or spent, deadline, or rate limited
+	// Refused counts the failed requests whose last attempt the client
+	// did not send because it found no send slot in time (an error
+	// wrapping retry.ErrRateLimited: the bounded send-slot wait, or a
+	// fail-fast limiter).
+	Refused int
 
 	Attempts    int // attempts sent by those requests
 	Throttled   int // of which answered 429
@@ -42,6 +48,12 @@ type Result struct {
 	// Success is Succeeded / Requests.
 	Success float64
 
+	// LatencyP50 and LatencyP99 are percentiles of the latency of the
+	// requests that succeeded, on the client: from the request's start to
+	// its success, waits for backoff and send slots included. FailP50 is
+	// the median time from the start of a failed request to its failure.
+	LatencyP50, LatencyP99, FailP50 time.Duration
+
 	// OutageAmplification is attempts per request for the requests that
 	// started during an outage, DrainGrace or more after it began; 0
 	// when the scenario has no outage.
@@ -50,22 +62,33 @@ type Result struct {
 	// Recovery is how long after the server healed its clients got back
 	// to full rate: the least t, on a 100-ms grid from the heal, at which
 	// the requests that succeed in [heal+t, heal+t+1s) reach 95% of the
-	// mean rate of success over the 60 s before the incident. Negative
-	// when the scenario has no incident, or the rate never recovers
-	// within the run.
+	// baseline rate of success. The baseline is the mean over the 60 s
+	// before the incident, or, when the incident starts earlier than
+	// that, over the last 60 s of the run. Negative when the scenario has
+	// no incident, or the rate never recovers within the run.
 	Recovery time.Duration
 
 	// Series are per-second counts over the run, by the second in which
-	// they happened: attempts by when they were sent, successes by when
-	// the request succeeded.
+	// they happened: attempts by when they were sent, throttles by when
+	// the server answered, successes by when the request succeeded.
 	Series []Sample
+
+	// Fine counts the successes in each FineBin of the run, for a closer
+	// look at recoveries.
+	Fine []int
 }
+
+// FineBin is the width of the bins of Result.Fine.
+const FineBin = recoveryStep
 
 // A Sample is one bin of a Result's time series.
 type Sample struct {
 	Attempts, Throttled, Successes int
 	Capacity                       float64 // the server's capacity at the bin's start, per second
-	FillRate                       float64 // an adaptive strategy's allowed send rate at the bin's end; 0 before its first throttle
+	// FillRate is the allowed send rate of an adaptive strategy's rate
+	// limiter at the bin's end, summed over the clients whose limiter has
+	// seen a throttle; 0 when none has.
+	FillRate float64
 }
 
 // Recovery threshold and baseline.
@@ -77,19 +100,10 @@ const (
 // Run simulates mode in scenario with the given seed. The same arguments
 // give the same Result.
 func Run(sc Scenario, mode Mode, seed uint64) (Result, error) {
-	return RunStrategy(sc, mode.String(), mode.NewStrategy, seed)
-}
-
-// A Stepper is a strategy driven step by step, without blocking: the
-// non-blocking path of the retry package's Standard and Adaptive, which the
-// simulation's event loop drives on virtual time exactly as their blocking
-// methods drive it on a real clock.
-type Stepper interface {
-	PlanInitialToken(scope string) (retry.RetryToken, error)
-	PlanRetryToken(token retry.RetryToken, err error) (retry.RetryToken, time.Duration, error)
-	Admit(token retry.RetryToken) (time.Duration, error)
-	ReleaseToken(token retry.RetryToken) error
-	RecordSuccess(token retry.RetryToken) error
+	bound := mode.maxSendWait(&sc)
+	return run(sc, mode.String(), func(clock retry.Clock, random func() float64) (Stepper, error) {
+		return mode.newStrategy(clock, random, bound)
+	}, seed)
 }
 
 // A Builder builds a strategy that reads time from clock and draws its
@@ -97,36 +111,63 @@ type Stepper interface {
 type Builder func(clock retry.Clock, random func() float64) (Stepper, error)
 
 // RunStrategy simulates the strategy that build returns in scenario, with
-// the given seed, and names the Result's mode name. The same arguments
-// give the same Result, if build's strategy reads time and draws random
-// numbers only from the clock and random it is given.
+// the given seed, and names the Result's mode name. Each client of the
+// scenario gets a strategy of its own from build. The same arguments give
+// the same Result, if build's strategy reads time and draws random numbers
+// only from the clock and random it is given. Attempts wait for send
+// slots as long as the strategy lets them (an Adaptive strategy's
+// WithMaxSendWait).
 func RunStrategy(sc Scenario, name string, build Builder, seed uint64) (Result, error) {
+	return run(sc, name, build, seed)
+}
+
+// Streams of the random generators of a run, so that each draws its own
+// numbers: worker i's think times come from stream i+1, whatever the mode.
+const (
+	streamJitter = 1 << 40 // + client index; client 0's is stream 0
+	streamNet    = 1 << 61
+	streamServer = 1 << 62
+)
+
+func run(sc Scenario, name string, build Builder, seed uint64) (Result, error) {
 	if err := sc.validate(); err != nil {
 		return Result{}, err
 	}
 	clock := NewClock(origin)
-	jitter := newRand(seed, 0)
-	strategy, err := build(clock, jitter.Float64)
-	if err != nil {
-		return Result{}, err
-	}
 	s := &sim{
-		sc:       sc,
-		clock:    clock,
-		strategy: strategy,
-		workers:  make([]worker, sc.Workers),
-		bins:     make([]Sample, int((sc.Duration+Bin-1)/Bin)),
-		fine:     make([]int, int((sc.Duration+recoveryStep-1)/recoveryStep)),
+		sc:      sc,
+		clock:   clock,
+		clients: make([]client, sc.clients()),
+		workers: make([]worker, sc.Workers),
+		bins:    make([]Sample, int((sc.Duration+Bin-1)/Bin)),
+		fine:    make([]int, int((sc.Duration+recoveryStep-1)/recoveryStep)),
+		net:     newRand(seed, streamNet),
 	}
-	s.server = server{sc: &s.sc, window: -1}
+	sampled := false
+	for c := range s.clients {
+		stream := uint64(0)
+		if c > 0 {
+			stream = streamJitter + uint64(c)
+		}
+		strategy, err := build(clock, newRand(seed, stream).Float64)
+		if err != nil {
+			return Result{}, err
+		}
+		s.clients[c].drv = driver{strategy}
+		if a, ok := strategy.(*retry.Adaptive); ok {
+			s.clients[c].limiter = a.RateLimiter()
+			sampled = true
+		}
+	}
+	s.server = newServer(&s.sc, newRand(seed, streamServer))
 	for i := range s.workers {
 		w := &s.workers[i]
 		w.rand = newRand(seed, uint64(i)+1)
+		w.client = i % len(s.clients)
 		// Spread the first requests over one think time.
 		s.schedule(time.Duration(w.rand.Int64N(int64(sc.ThinkMax)+1)), i, evStart)
 	}
-	if a, ok := strategy.(*retry.Adaptive); ok {
-		s.limiter = a.RateLimiter()
+	if sampled {
 		s.schedule(Bin-1, -1, evSample)
 	}
 	s.loop()
@@ -138,9 +179,10 @@ type eventKind uint8
 const (
 	evStart    eventKind = iota // start a new request
 	evReady                     // the token's wait is over: admit and send
-	evResponse                  // the attempt's response arrives
+	evArrive                    // the attempt reaches the server
+	evResponse                  // the attempt's response reaches the client
 	evThink                     // the request ended: think, then start the next
-	evSample                    // record the rate limiter's state
+	evSample                    // record the rate limiters' state
 )
 
 type event struct {
@@ -199,9 +241,16 @@ func (q *eventQueue) pop() event {
 	return e
 }
 
-// worker is one closed-loop client and its request in progress.
+// client is one process of the fleet: a strategy that its workers share.
+type client struct {
+	drv     driver
+	limiter *retry.RateLimiter // of an Adaptive strategy, else nil
+}
+
+// worker is one closed-loop caller and its request in progress.
 type worker struct {
-	rand *rand.Rand
+	rand   *rand.Rand
+	client int
 
 	token       retry.RetryToken
 	tokenErr    bool          // the initial token was refused: one attempt, no retries
@@ -212,50 +261,22 @@ type worker struct {
 	outcome     error // the last attempt's response
 }
 
-// server counts what it served in the current 1-second window.
-type server struct {
-	sc         *Scenario
-	window     int64   // index of the current window; -1 before the first
-	allowance  int     // attempts it may still serve in the window
-	cumulative float64 // capacity of the windows so far
-}
-
-// answer decides the response to an attempt that arrives at t.
-func (sv *server) answer(t time.Duration) error {
-	rate, down := sv.sc.capacityAt(t)
-	if down {
-		return errUnavailable
-	}
-	if w := int64(t / time.Second); w != sv.window {
-		// A new window: its allowance is what the capacity adds to the
-		// cumulative total, in whole requests, so fractions carry over.
-		// Windows the loop skipped served nothing.
-		before := math.Floor(sv.cumulative)
-		sv.cumulative += rate
-		sv.allowance = int(math.Floor(sv.cumulative) - before)
-		sv.window = w
-	}
-	if sv.allowance <= 0 {
-		return errThrottled
-	}
-	sv.allowance--
-	return nil
-}
-
 type sim struct {
-	sc       Scenario
-	clock    *Clock
-	strategy Stepper
-	server   server
-	limiter  *retry.RateLimiter // of an Adaptive strategy
+	sc      Scenario
+	clock   *Clock
+	clients []client
+	server  server
+	net     *rand.Rand // network latencies
 
 	queue   eventQueue
 	seq     uint64
 	workers []worker
 
-	res  Result
-	bins []Sample
-	fine []int // successes per recoveryStep
+	res       Result
+	bins      []Sample
+	fine      []int           // successes per recoveryStep
+	latencies []time.Duration // of the successful requests
+	failTimes []time.Duration // of the failed requests
 
 	outageRequests, outageAttempts int
 }
@@ -277,11 +298,15 @@ func (s *sim) loop() {
 			s.start(e.worker)
 		case evReady:
 			s.ready(e.worker)
+		case evArrive:
+			s.arrive(e.worker)
 		case evResponse:
 			s.response(e.worker)
 		case evSample:
-			if st := s.limiter.Stats(); st.Enabled {
-				s.bins[e.at/Bin].FillRate = st.FillRate
+			for _, c := range s.clients {
+				if st := c.limiter.Stats(); st.Enabled {
+					s.bins[e.at/Bin].FillRate += st.FillRate
+				}
 			}
 			s.schedule(e.at+Bin, -1, evSample)
 		case evThink:
@@ -294,14 +319,16 @@ func (s *sim) loop() {
 
 func (s *sim) now() time.Duration { return s.clock.Elapsed() }
 
+func (s *sim) driver(i int) driver { return s.clients[s.workers[i].client].drv }
+
 // start begins a request: the initial token, then its wait.
 func (s *sim) start(i int) {
 	w := &s.workers[i]
-	*w = worker{rand: w.rand, start: s.now()}
-	tok, err := s.strategy.PlanInitialToken("")
+	*w = worker{rand: w.rand, client: w.client, start: s.now()}
+	tok, delay, err := s.driver(i).initial()
 	switch {
 	case errors.Is(err, retry.ErrRateLimited):
-		s.finish(i, false, 0) // no attempt at all, as in Do
+		s.finish(i, false, true, 0) // no attempt at all, as in Do
 		return
 	case err != nil:
 		w.tokenErr = true // one attempt, no retries, as in Do
@@ -309,7 +336,7 @@ func (s *sim) start(i int) {
 		return
 	}
 	w.token = tok
-	s.wait(i, tok.Delay())
+	s.wait(i, delay)
 }
 
 // wait schedules the attempt after d, unless the request's deadline
@@ -321,78 +348,97 @@ func (s *sim) wait(i int, d time.Duration) {
 	}
 	w := &s.workers[i]
 	if s.sc.RequestTimeout > 0 && s.now()+d >= w.start+s.sc.RequestTimeout {
-		s.abandon(i)
+		s.abandon(i, false)
 		return
 	}
 	s.schedule(s.now()+d, i, evReady)
 }
 
-// ready asks the strategy whether the attempt may go, and sends it.
+// ready asks for the attempt's send slot, and sends it.
 func (s *sim) ready(i int) {
 	w := &s.workers[i]
-	d, err := s.strategy.Admit(w.token)
+	d, err := s.driver(i).admit(w.token)
 	switch {
 	case err != nil:
-		s.abandon(i)
-		return
+		s.abandon(i, errors.Is(err, retry.ErrRateLimited))
 	case d > 0:
 		s.wait(i, d)
-		return
+	default:
+		s.send(i)
 	}
-	s.send(i)
 }
 
-// abandon gives the token back and fails the request, as the strategy's
-// blocking methods do when the context ends or a send slot is refused.
-func (s *sim) abandon(i int) {
-	_ = s.strategy.ReleaseToken(s.workers[i].token)
-	s.finish(i, false, 0)
+// abandon gives the token back and fails the request, as Do does when
+// its context ends or Admit refuses; refused says Admit refused.
+func (s *sim) abandon(i int, refused bool) {
+	s.driver(i).release(s.workers[i].token)
+	s.finish(i, false, refused, 0)
 }
 
+// send sends the attempt: it reaches the server after the network's
+// latency.
 func (s *sim) send(i int) {
 	w := &s.workers[i]
-	now := s.now()
 	w.attempts++
+	s.bins[s.now()/Bin].Attempts++
+	if up := s.netDelay(); up > 0 {
+		s.schedule(s.now()+up, i, evArrive)
+		return
+	}
+	s.arrive(i)
+}
+
+// arrive has the server answer the attempt; the response reaches the
+// client after the server's and the network's latency.
+func (s *sim) arrive(i int) {
+	w := &s.workers[i]
+	now := s.now()
 	w.outcome = s.server.answer(now)
-	b := &s.bins[now/Bin]
-	b.Attempts++
 	switch w.outcome {
 	case errThrottled:
-		b.Throttled++
+		s.bins[now/Bin].Throttled++
 		w.throttled++
 	case errUnavailable:
 		w.unavailable++
 	}
-	s.schedule(now+s.sc.Latency, i, evResponse)
+	s.schedule(now+s.sc.Latency+s.netDelay(), i, evResponse)
+}
+
+// netDelay draws a one-way network latency.
+func (s *sim) netDelay() time.Duration {
+	if s.sc.NetMax <= 0 {
+		return 0
+	}
+	return s.sc.NetMin + time.Duration(s.net.Int64N(int64(s.sc.NetMax-s.sc.NetMin)+1))
 }
 
 func (s *sim) response(i int) {
 	w := &s.workers[i]
 	if w.outcome == nil {
 		if !w.tokenErr {
-			_ = s.strategy.RecordSuccess(w.token)
+			s.driver(i).success(w.token)
 		}
-		s.finish(i, true, 0)
+		s.finish(i, true, false, 0)
 		return
 	}
 	if w.tokenErr || (s.sc.RequestTimeout > 0 && s.now() >= w.start+s.sc.RequestTimeout) {
-		s.finish(i, false, 0) // Do never retries once the caller's context ended
+		s.finish(i, false, false, 0) // Do never retries once the caller's context ended
 		return
 	}
-	tok, wait, err := s.strategy.PlanRetryToken(w.token, w.outcome)
+	tok, delay, refusalDelay, err := s.driver(i).retry(w.token, w.outcome)
 	if err != nil {
-		// A long-polling strategy waits before it gives up, and the worker
+		// Do waits a refusal's delay before it gives up, and the worker
 		// with it.
-		s.finish(i, false, max(wait, 0))
+		s.finish(i, false, false, refusalDelay)
 		return
 	}
 	w.token = tok
-	s.wait(i, tok.Delay())
+	s.wait(i, delay)
 }
 
 // finish counts the request's outcome, when it ends now, and has the
 // worker think after a further wait.
-func (s *sim) finish(i int, ok bool, wait time.Duration) {
+func (s *sim) finish(i int, ok, refused bool, wait time.Duration) {
 	w := &s.workers[i]
 	now := s.now()
 	s.res.Requests++
@@ -403,8 +449,13 @@ func (s *sim) finish(i int, ok bool, wait time.Duration) {
 		s.res.Succeeded++
 		s.bins[now/Bin].Successes++
 		s.fine[now/recoveryStep]++
+		s.latencies = append(s.latencies, now-w.start)
 	} else {
 		s.res.Failed++
+		if refused {
+			s.res.Refused++
+		}
+		s.failTimes = append(s.failTimes, now-w.start)
 	}
 	if inc := s.sc.Incident; inc.Outage && w.start >= inc.Start+s.sc.DrainGrace && w.start < inc.End {
 		s.outageRequests++
@@ -412,4 +463,15 @@ func (s *sim) finish(i int, ok bool, wait time.Duration) {
 	}
 	w.token = nil
 	s.schedule(now+wait, i, evThink)
+}
+
+// percentile returns the p-quantile (0 < p <= 1) of ds by the nearest-rank
+// method, sorting ds; 0 for no values.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	k := int(math.Ceil(float64(len(ds))*p)) - 1
+	return ds[min(max(k, 0), len(ds)-1)]
 }
