@@ -272,11 +272,18 @@ func throttle(tb testing.TB, fn func(context.Context, func(context.Context) (int
 // that no call waits: the rows show what the limiter's bookkeeping costs.
 func adaptiveCallers(tb testing.TB) []caller {
 	fresh := retry.WithStrategy(must(retry.NewAdaptive()))
-	throttled := retry.WithStrategy(must(retry.NewAdaptive(retry.WithMaxAttempts(1),
-		retry.WithMinFillRate(1e12), retry.WithMinCapacity(1<<20))))
+	// The published algorithm, which the SDK's retryer runs, paces from
+	// the first throttle; the default one only once throttles exceed what
+	// it has learned to expect, over measurement windows of real time.
+	throttledStrategy := must(retry.NewAdaptive(retry.WithMaxAttempts(1), retry.WithPublishedCUBIC(),
+		retry.WithMinFillRate(1e12), retry.WithMinCapacity(1<<20)))
+	throttled := retry.WithStrategy(throttledStrategy)
 	throttle(tb, func(ctx context.Context, fn func(context.Context) (int, error)) (int, error) {
 		return retry.Do(ctx, fn, throttled)
 	}, retry.Throttled(errFailed))
+	if st, _ := throttledStrategy.Stats(""); !st.RateLimiter.Enabled {
+		tb.Fatal("retrykit's limiter does not pace after the throttle")
+	}
 
 	awsFresh := awsretry.NewAdaptiveMode()
 	// RequestCost 0: every attempt still refills and draws on the limiter's
