@@ -2,77 +2,134 @@ package retry_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/retrykit/retry"
 )
 
-// key is what work hashes.
-const key = "retrykit:bench"
+// one is only read, so work is safe to call from many goroutines.
+var one = 1
 
-// work is the function the benchmarks call: a small piece of real work (an
-// FNV-1a hash of a 14-byte key, as in the bench module), kept out of line so
-// the direct call and Do call the same code.
+// work is the function the benchmarks call: near-empty (an increment of a
+// value it reads), kept out of line, as in the bench module, so that what
+// Do adds to it shows instead of being lost in the work.
 //
 //go:noinline
 func work(context.Context) (int, error) {
-	h := uint32(2166136261)
-	for i := range len(key) {
-		h ^= uint32(key[i])
-		h *= 16777619
+	return one + 1, nil
+}
+
+// successCases are the ways the benchmarks call work: directly, and
+// through Do with each kind of strategy and scope, every strategy shared
+// by all calls.
+func successCases(b *testing.B) []struct {
+	name string
+	call func(context.Context) (int, error)
+} {
+	s, err := retry.NewStandard()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return int(h), nil
+	a, err := retry.NewAdaptive()
+	if err != nil {
+		b.Fatal(err)
+	}
+	standard, adaptive, host := retry.WithStrategy(s), retry.WithStrategy(a), retry.WithScope("api.example.com")
+	return []struct {
+		name string
+		call func(context.Context) (int, error)
+	}{
+		{"direct", work},
+		{"Do/default", func(ctx context.Context) (int, error) { return retry.Do(ctx, work) }},
+		{"Do/standard", func(ctx context.Context) (int, error) { return retry.Do(ctx, work, standard) }},
+		{"Do/standard-scope", func(ctx context.Context) (int, error) { return retry.Do(ctx, work, standard, host) }},
+		{"Do/adaptive", func(ctx context.Context) (int, error) { return retry.Do(ctx, work, adaptive) }},
+	}
 }
 
 // BenchmarkDoSuccess compares Do succeeding at once with a direct call of
 // the same function, in the same run.
 func BenchmarkDoSuccess(b *testing.B) {
 	ctx := context.Background()
-	s, err := retry.NewStandard()
-	if err != nil {
-		b.Fatal(err)
+	for _, c := range successCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.call(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
-	b.Run("direct", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := work(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("Do/default", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := retry.Do(ctx, work); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("Do/standard", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := retry.Do(ctx, work, retry.WithStrategy(s)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
-// BenchmarkDoSuccessParallel runs Do succeeding at once from many
-// goroutines sharing one strategy: with a full bucket it takes no lock.
+// BenchmarkDoSuccessParallel is BenchmarkDoSuccess from GOMAXPROCS
+// goroutines sharing each strategy: with a full bucket, the standard
+// strategy's success path takes no lock and writes no shared memory,
+// in a named scope too.
 func BenchmarkDoSuccessParallel(b *testing.B) {
-	ctx := context.Background()
-	s, err := retry.NewStandard()
+	for _, c := range successCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					if _, err := c.call(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkDoOneRetry is a call that fails once and succeeds when retried
+// at once, with the default retry quota: the retry path without waits.
+func BenchmarkDoOneRetry(b *testing.B) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := retry.Do(ctx, work, retry.WithStrategy(s)); err != nil {
-				b.Error(err)
-				return
-			}
+	ctx := context.Background()
+	transient := retry.Transient(errFlaky)
+	failed := false
+	fn := func(context.Context) (int, error) {
+		if failed = !failed; failed {
+			return 0, transient
 		}
-	})
+		return work(ctx)
+	}
+	opt := retry.WithStrategy(s)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := retry.Do(ctx, fn, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDoScopeChurn uses more named scopes than the strategy keeps,
+// in turn, so that every call creates a scope and forgets another: the
+// cost of the bound, at the largest bound allowed.
+func BenchmarkDoScopeChurn(b *testing.B) {
+	s, err := retry.NewStandard(retry.WithMaxScopes(retry.MaxMaxScopes))
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]retry.DoOption, 2*retry.MaxMaxScopes)
+	for i := range names {
+		names[i] = retry.WithScope(fmt.Sprintf("host-%d", i))
+	}
+	ctx := context.Background()
+	opt := retry.WithStrategy(s)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := retry.Do(ctx, work, opt, names[i]); err != nil {
+			b.Fatal(err)
+		}
+		i = (i + 1) % len(names)
+	}
 }

@@ -171,6 +171,20 @@ func Classify(err error) Classification {
 	errs := appendChain(buf[:0], err)
 
 	for _, e := range errs {
+		if m, ok := e.(*marked); ok {
+			// The marking helpers' errors, the common case: their
+			// RetryInfo read without interface assertions. A *marked is
+			// neither a RetryableError nor an ErrorInfo.
+			if c.Safety == SafetyMaybe {
+				c.Safety = m.safety
+			}
+			c.Throttle = c.Throttle || m.throttle
+			c.Timeout = c.Timeout || m.timeout
+			if c.RetryAfter == 0 {
+				c.RetryAfter = max(m.retryAfter, 0)
+			}
+			continue
+		}
 		if ri, ok := e.(RetryInfo); ok {
 			if c.Safety == SafetyMaybe {
 				c.Safety = ri.RetrySafety()

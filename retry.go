@@ -104,6 +104,7 @@ func (e *Error) Unwrap() []error {
 type DoOption struct {
 	kind     doOptionKind
 	strategy RetryStrategy
+	fast     *scopeState // strategy's default scope, if Do may take its fast path
 	scope    string
 	timeout  time.Duration
 }
@@ -120,7 +121,24 @@ const (
 // one ContextWithStrategy put in the call's context, else the
 // process-wide DefaultStrategy). Valid: non-nil.
 func WithStrategy(s RetryStrategy) DoOption {
-	return DoOption{kind: doStrategy, strategy: s}
+	return DoOption{kind: doStrategy, strategy: s, fast: fastScopeOf(s)}
+}
+
+// fastScopeOf returns the default scope of s if Do may take its fast path
+// with s: s is a Standard or Adaptive whose first tokens cost nothing (see
+// engine.freeStart). Otherwise it returns nil.
+func fastScopeOf(s RetryStrategy) *scopeState {
+	var e *engine
+	switch s := s.(type) {
+	case *Standard:
+		e = s.engine()
+	case *Adaptive:
+		e = s.engine()
+	}
+	if e == nil || !e.freeStart {
+		return nil
+	}
+	return &e.def
 }
 
 // WithScope sets the scope the strategy keeps quota and rate state for,
@@ -188,6 +206,29 @@ var defaultStrategy = func() *Standard {
 	return s
 }()
 
+// defaultScope is the default strategy's default scope, for Do's fast
+// path.
+var defaultScope = fastScopeOf(defaultStrategy)
+
+// contextScope stands, in Do's fast path, for the default scope of the
+// strategy StrategyFromContext gives: no WithStrategy option was given.
+var contextScope = new(scopeState)
+
+// scopeFromContext returns the default scope of the strategy
+// StrategyFromContext(ctx) gives, if Do may take its fast path with it,
+// and otherwise nil. Until ContextWithStrategy is first called, it is the
+// default strategy's, without a context lookup.
+func scopeFromContext(ctx context.Context) *scopeState {
+	if !contextStrategies.Load() {
+		return defaultScope
+	}
+	return scopeFromContextValue(ctx)
+}
+
+func scopeFromContextValue(ctx context.Context) *scopeState {
+	return fastScopeOf(StrategyFromContext(ctx))
+}
+
 // Run calls fn until it succeeds or the strategy gives up, as Do does.
 func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) error {
 	if fn == nil {
@@ -223,6 +264,81 @@ func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) 
 // With a Standard or Adaptive strategy, a call that succeeds at once
 // allocates nothing.
 func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ...DoOption) (T, error) {
+	// The fast path: a Standard or Adaptive strategy whose first tokens
+	// cost nothing (no hooks, no initial-try cost) needs no token for a
+	// call that succeeds at once, only the scope's state. Everything else,
+	// and every retry, goes through the general loop, out of line.
+	st, scope := contextScope, ""
+	switch {
+	case len(opts) == 1 && opts[0].kind == doStrategy: // the common cases, without a loop
+		st = opts[0].fast
+	case len(opts) == 2 && opts[0].kind == doStrategy && opts[1].kind == doScope:
+		st, scope = opts[0].fast, opts[1].scope
+	case len(opts) > 0:
+		st, scope = fastScope(opts)
+	}
+	if st == contextScope && ctx != nil {
+		st = scopeFromContext(ctx)
+	}
+	if st == nil || ctx == nil || fn == nil {
+		return do(ctx, fn, opts)
+	}
+	if scope != "" {
+		st = st.owner.scopeState(scope)
+	}
+	if ctx.Err() != nil || st.limiter != nil && !st.limiter.admitNow() {
+		return doFrom(ctx, fn, st)
+	}
+	v, err := fn(ctx)
+	if err != nil {
+		return retryAfterFirst(ctx, fn, st, err)
+	}
+	st.succeeded()
+	return v, nil
+}
+
+// fastScope returns the default scope of the strategy opts select
+// (contextScope if none), and the scope they name, if Do may take its fast
+// path for them: no option but WithStrategy and WithScope, and a strategy
+// whose first tokens cost nothing (see fastScopeOf). Otherwise it returns
+// nil.
+func fastScope(opts []DoOption) (*scopeState, string) {
+	st, scope := contextScope, ""
+	for i := range opts {
+		switch o := &opts[i]; o.kind {
+		case doStrategy:
+			st = o.fast
+		case doScope:
+			scope = o.scope
+		default:
+			return nil, ""
+		}
+	}
+	return st, scope
+}
+
+// retryAfterFirst goes on after the fast path's first attempt, in scope
+// st, failed with err: it holds the token the engine would have issued,
+// and retries. The fast path has no hooks, so the token's scope name,
+// which only events report, may be the state's.
+func retryAfterFirst[T any](ctx context.Context, fn func(context.Context) (T, error), st *scopeState, err error) (T, error) {
+	c := cursor{e: st.owner, t: token{owner: st.owner, scope: st, scopeName: st.name}}
+	return retryLoop(ctx, fn, &c, 0, nil, 1, err)
+}
+
+// doFrom is the general path for a call in scope st that the fast path
+// cannot start at once: ctx is done, or the attempt must wait for a send
+// slot.
+func doFrom[T any](ctx context.Context, fn func(context.Context) (T, error), st *scopeState) (T, error) {
+	if ctx.Err() != nil {
+		var zero T
+		return zero, &Error{Reason: contextReason(ctx)}
+	}
+	return start(ctx, fn, &cursor{e: st.owner}, st.name, 0)
+}
+
+// do is Do's general path: any strategy, any option.
+func do[T any](ctx context.Context, fn func(context.Context) (T, error), opts []DoOption) (T, error) {
 	var zero T
 	var cfg doConfig
 	cfg.apply(opts)
@@ -244,17 +360,46 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	if err := c.init(cfg.strategy); err != nil {
 		return zero, &Error{Reason: err}
 	}
-	tokenErr := c.acquire(ctx, cfg.scope)
+	return start(ctx, fn, &c, cfg.scope, cfg.timeout)
+}
+
+// start acquires the initial token and makes the attempts.
+func start[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, scope string, timeout time.Duration) (T, error) {
+	tokenErr := c.acquire(ctx, scope)
 	if tokenErr != nil && noAttempt(ctx, tokenErr) {
+		var zero T
 		return zero, &Error{Reason: tokenErr}
 	}
-	attempts := 0
+	return retryLoop(ctx, fn, c, timeout, tokenErr, 0, nil)
+}
+
+// retryLoop makes attempts until one succeeds or the strategy gives up.
+// tokenErr is the strategy's refusal of an initial token, which allows one
+// attempt without retries. attempts is the number of attempts made so far
+// and err the last one's error: a loop that starts after a failed attempt
+// first asks for the next token.
+func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, timeout time.Duration, tokenErr error, attempts int, err error) (T, error) {
+	var zero T
 	for {
+		if attempts > 0 {
+			switch {
+			case ctx.Err() != nil:
+				// The caller's context ended: never retry.
+				return zero, &Error{Attempts: attempts, Err: err, Reason: contextReason(ctx)}
+			case pastDeadline(ctx):
+				// Its deadline has passed, though its timer has not fired yet.
+				return zero, &Error{Attempts: attempts, Err: err, Reason: context.DeadlineExceeded}
+			case tokenErr != nil:
+				return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
+			}
+			if reason := c.refresh(ctx, err); reason != nil {
+				return zero, &Error{Attempts: attempts, Err: err, Reason: reason}
+			}
+		}
 		attempts++
 		var v T
-		var err error
-		if cfg.timeout > 0 {
-			v, err = attempt(ctx, fn, cfg.timeout)
+		if timeout > 0 {
+			v, err = attempt(ctx, fn, timeout)
 		} else {
 			v, err = fn(ctx)
 		}
@@ -263,19 +408,6 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 				c.recordSuccess()
 			}
 			return v, nil
-		}
-		switch {
-		case ctx.Err() != nil:
-			// The caller's context ended: never retry.
-			return zero, &Error{Attempts: attempts, Err: err, Reason: contextReason(ctx)}
-		case pastDeadline(ctx):
-			// Its deadline has passed, though its timer has not fired yet.
-			return zero, &Error{Attempts: attempts, Err: err, Reason: context.DeadlineExceeded}
-		case tokenErr != nil:
-			return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
-		}
-		if reason := c.refresh(ctx, err); reason != nil {
-			return zero, &Error{Attempts: attempts, Err: err, Reason: reason}
 		}
 	}
 }

@@ -1,11 +1,13 @@
 package retry
 
 import (
-	"container/list"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,10 +72,23 @@ type RetryStrategy interface {
 }
 
 // scopeState is the quota and rate state of one scope. Either may be nil:
-// no retry quota, or no rate limiting.
+// no retry quota, or no rate limiting. When all scopes share the default
+// state, its name is "" whatever the scope.
 type scopeState struct {
+	owner   *engine
+	name    string
 	bucket  *TokenBucket
 	limiter *RateLimiter
+	// quiet is true when a first attempt's success has nothing to record:
+	// it is the bucket's full flag when there is a bucket and no limiter,
+	// alwaysQuiet without either, and neverQuiet with a limiter.
+	quiet *atomic.Bool
+
+	// For the scope cache: the cache's epoch when the scope was last used,
+	// whether it was forgotten, and the order in which scopes were made.
+	used      atomic.Uint64
+	forgotten atomic.Bool
+	seq       uint64
 }
 
 // engine is the retry logic that Standard and Adaptive share. It is
@@ -89,17 +104,62 @@ type engine struct {
 	maxSendWait     time.Duration // the longest an attempt waits for a send slot
 	longPolling     bool
 	hooks           []Hook
+	// freeStart says that a first attempt needs nothing from the strategy
+	// but a send slot: no hooks to call and no initial-try cost to pay.
+	// Do then skips the token for a call that succeeds at once.
+	freeStart bool
 
 	def    scopeState // the default scope, "", and every scope when shared
 	scopes *scopeCache
 }
 
-// scope returns the state of the named scope, creating it if needed.
-func (e *engine) scope(name string) *scopeState {
+// scopeState returns the state of the named scope, creating it if needed.
+func (e *engine) scopeState(name string) *scopeState {
 	if name == "" || e.scopes == nil {
 		return &e.def
 	}
 	return e.scopes.get(name)
+}
+
+// succeeded records the success of a first attempt in st. With a full
+// bucket and no rate limiter, the common case, it is one atomic load.
+func (st *scopeState) succeeded() {
+	if !st.quiet.Load() {
+		st.record()
+	}
+}
+
+// The quiet flags of scopes with neither a bucket nor a limiter, and of
+// scopes with a limiter.
+var (
+	alwaysQuiet = func() *atomic.Bool {
+		b := new(atomic.Bool)
+		b.Store(true)
+		return b
+	}()
+	neverQuiet = new(atomic.Bool)
+)
+
+// setQuiet sets st.quiet once st's bucket and limiter are set.
+func (st *scopeState) setQuiet() {
+	switch {
+	case st.limiter != nil:
+		st.quiet = neverQuiet
+	case st.bucket != nil:
+		st.quiet = &st.bucket.full
+	default:
+		st.quiet = alwaysQuiet
+	}
+}
+
+// record records the success of a first attempt in st.
+func (st *scopeState) record() {
+	if st.limiter != nil {
+		st.limiter.Update(false)
+	}
+	if b := st.bucket; b != nil {
+		_ = b.Release(b.cfg.initialTrySuccessIncrement)
+	}
 }
 
 // The decisions. These never wait: they fill in a token whose delay says
@@ -108,7 +168,7 @@ func (e *engine) scope(name string) *scopeState {
 
 // acquire fills t, a zero token, with the token for the first attempt.
 func (e *engine) acquire(scope string, t *token) error {
-	st := e.scope(scope)
+	st := e.scopeState(scope)
 	t.owner, t.scope, t.scopeName, t.pending = e, st, scope, st.limiter != nil
 	if b := st.bucket; b != nil && b.cfg.initialTryCost > 0 {
 		w, err := b.Acquire(b.cfg.initialTryCost)
@@ -233,15 +293,14 @@ func (e *engine) record(t *token) {
 		e.emit(Event{Kind: EventSuccess, Scope: t.scopeName, Attempt: t.retries + 1})
 	}
 	st := t.scope
+	if t.retries == 0 {
+		st.record()
+		return
+	}
 	if st.limiter != nil {
 		st.limiter.Update(false)
 	}
-	if st.bucket == nil {
-		return
-	}
-	if t.retries == 0 {
-		_ = st.bucket.Release(st.bucket.cfg.initialTrySuccessIncrement)
-	} else {
+	if st.bucket != nil {
 		_ = st.bucket.Release(t.cost)
 	}
 }
@@ -482,60 +541,156 @@ const MaxMaxScopes = 1 << 16
 // it is full, the least recently used scope is forgotten; if it is seen
 // again it starts afresh, with a full bucket and an idle limiter. The bound
 // keeps arbitrary scope strings from growing memory without limit.
+//
+// Reading a kept scope takes no lock and, in the common case, writes no
+// shared memory, so that many goroutines using the same scopes do not
+// contend. The scope found last is kept apart (hot), so that a strategy
+// used mostly for one scope finds it with a string comparison and two
+// atomic loads; other scopes are in a sync.Map. Each creation of a scope
+// starts a new epoch, and a use stamps the scope with the epoch (a write
+// at most once per scope and epoch). Creating a scope takes a lock and,
+// when the cache is full, forgets the scope with the oldest stamp among
+// the next evictionWindow scopes in creation order, from where the last
+// eviction left off: in a cache of at most evictionWindow scopes, that is
+// the least recently used one, to the precision of an epoch (of scopes
+// last used in the same epoch, the first created goes); in a larger one,
+// an approximation that costs a constant time. A forgotten hot scope is
+// told from a live one by its stamp: forgetting it started a new epoch.
 type scopeCache struct {
-	newState func() *scopeState
+	newState func(name string) *scopeState
 	limit    int
 
-	mu  sync.Mutex
-	m   map[string]*list.Element // of *scopeEntry
-	lru list.List                // front: most recently used
+	m     sync.Map // scope name to *scopeState
+	hot   atomic.Pointer[scopeState]
+	epoch atomic.Uint64
+
+	mu   sync.Mutex    // serializes creation and eviction
+	ring []*scopeState // what m holds, in the order eviction looks at them
+	hand int           // where the next eviction starts looking
+	seq  uint64
 }
 
+// evictionWindow is how many scopes an eviction compares.
+const evictionWindow = 32
+
+// scopeEntry is a named scope, as snapshot reports it.
 type scopeEntry struct {
 	name  string
 	state *scopeState
 }
 
-func newScopeCache(limit int, newState func() *scopeState) *scopeCache {
-	return &scopeCache{newState: newState, limit: limit, m: make(map[string]*list.Element)}
+func newScopeCache(limit int, newState func(name string) *scopeState) *scopeCache {
+	return &scopeCache{newState: newState, limit: limit}
 }
 
 // lookup returns the state of a scope the cache keeps, without creating
 // it or counting a use.
 func (c *scopeCache) lookup(name string) (*scopeState, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.m[name]; ok {
-		return el.Value.(*scopeEntry).state, true
+	if v, ok := c.m.Load(name); ok {
+		return v.(*scopeState), true
 	}
 	return nil, false
 }
 
 // snapshot returns the scopes the cache keeps, from the most to the least
-// recently used.
+// recently used (to the precision of an epoch: of scopes last used in the
+// same one, the last created first).
 func (c *scopeCache) snapshot() []scopeEntry {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	all := make([]scopeEntry, 0, c.lru.Len())
-	for el := c.lru.Front(); el != nil; el = el.Next() {
-		all = append(all, *el.Value.(*scopeEntry))
+	all := slices.Clone(c.ring)
+	c.mu.Unlock()
+	slices.SortFunc(all, func(a, b *scopeState) int { return compareUse(b, a) })
+	entries := make([]scopeEntry, len(all))
+	for i, st := range all {
+		entries[i] = scopeEntry{name: st.name, state: st}
 	}
-	return all
+	return entries
 }
 
+// get returns the state of the named scope, creating it if needed, and
+// counts a use. The hot scope, already used in the current epoch, is
+// returned at once: it was not forgotten since (forgetting a scope starts
+// a new epoch), and its use is counted.
 func (c *scopeCache) get(name string) *scopeState {
+	if st := c.hot.Load(); st != nil && st.name == name && st.used.Load() == c.epoch.Load() {
+		return st
+	}
+	return c.find(name)
+}
+
+// find is get for a scope other than the hot one, or whose use is not
+// counted yet.
+func (c *scopeCache) find(name string) *scopeState {
+	v, ok := c.m.Load(name)
+	if !ok {
+		return c.create(name)
+	}
+	st := v.(*scopeState)
+	c.touch(st)
+	if c.hot.Load() != st {
+		c.hot.Store(st)
+		if st.forgotten.Load() {
+			// Forgotten since it was loaded: it must not stay hot. (If
+			// touch saw the epoch its forgetting started, this sees the
+			// flag, set before.)
+			c.hot.CompareAndSwap(st, nil)
+		}
+	}
+	return st
+}
+
+// touch counts a use of st, writing only if its stamp changes.
+func (c *scopeCache) touch(st *scopeState) {
+	if e := c.epoch.Load(); st.used.Load() != e {
+		st.used.Store(e)
+	}
+}
+
+// create returns the state of the named scope, creating it unless another
+// goroutine just did, and forgets a scope first if the cache is full.
+func (c *scopeCache) create(name string) *scopeState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[name]; ok {
-		c.lru.MoveToFront(el)
-		return el.Value.(*scopeEntry).state
+	if v, ok := c.m.Load(name); ok {
+		st := v.(*scopeState)
+		c.touch(st)
+		return st
 	}
-	if c.lru.Len() >= c.limit {
-		oldest := c.lru.Back()
-		c.lru.Remove(oldest)
-		delete(c.m, oldest.Value.(*scopeEntry).name)
+	c.seq++
+	st := c.newState(name)
+	st.seq = c.seq
+	if len(c.ring) < c.limit {
+		c.ring = append(c.ring, st)
+	} else {
+		i := c.leastRecentlyUsed()
+		old := c.ring[i]
+		old.forgotten.Store(true)
+		c.m.Delete(old.name)
+		c.ring[i] = st
+		c.hand = (i + 1) % len(c.ring)
 	}
-	st := c.newState()
-	c.m[name] = c.lru.PushFront(&scopeEntry{name: name, state: st})
+	c.m.Store(name, st)
+	st.used.Store(c.epoch.Add(1)) // after the flag, which find relies on
+	c.hot.Store(st)
 	return st
+}
+
+// leastRecentlyUsed returns the index in c.ring of the scope with the
+// oldest stamp, of the evictionWindow scopes from the hand on (of those
+// stamped in the same epoch, the first created). c.mu must be held.
+func (c *scopeCache) leastRecentlyUsed() int {
+	n := len(c.ring)
+	best := c.hand
+	for k := 1; k < min(n, evictionWindow); k++ {
+		i := (c.hand + k) % n
+		if compareUse(c.ring[i], c.ring[best]) < 0 {
+			best = i
+		}
+	}
+	return best
+}
+
+// compareUse orders a and b from the least to the most recently used.
+func compareUse(a, b *scopeState) int {
+	return cmp.Or(cmp.Compare(a.used.Load(), b.used.Load()), cmp.Compare(a.seq, b.seq))
 }

@@ -106,7 +106,8 @@ func NewAdaptive(opts ...AdaptiveOption) (*Adaptive, error) {
 	if cfg.shared != nil {
 		newLimiter = func() *RateLimiter { return cfg.shared }
 	}
-	a := &Adaptive{e: cfg.newEngine(newLimiter, cfg.shared == nil)}
+	a := new(Adaptive)
+	cfg.initEngine(&a.e, newLimiter, cfg.shared == nil)
 	a.e.maxSendWait = cfg.maxSendWait
 	return a, nil
 }

@@ -121,11 +121,12 @@ func (c *standardConfig) validate() error {
 	return c.bucket.validate()
 }
 
-// newEngine builds the engine for a validated configuration. newLimiter,
-// if not nil, returns the rate limiter of a new scope; perScopeLimiter
-// says whether it makes a new one each time.
-func (c *standardConfig) newEngine(newLimiter func() *RateLimiter, perScopeLimiter bool) engine {
-	e := engine{
+// initEngine builds, in e, the engine for a validated configuration.
+// newLimiter, if not nil, returns the rate limiter of a new scope;
+// perScopeLimiter says whether it makes a new one each time. It works in
+// place because each scope's state points back at its engine.
+func (c *standardConfig) initEngine(e *engine, newLimiter func() *RateLimiter, perScopeLimiter bool) {
+	*e = engine{
 		clock:           c.clock,
 		maxAttempts:     c.maxAttempts,
 		backoff:         c.backoff,
@@ -148,18 +149,26 @@ func (c *standardConfig) newEngine(newLimiter func() *RateLimiter, perScopeLimit
 		}
 		return newTokenBucket(c.bucket)
 	}
-	newState := func() *scopeState {
-		st := &scopeState{bucket: newBucket()}
+	initState := func(st *scopeState, name string) {
+		st.owner, st.name, st.bucket = e, name, newBucket()
 		if newLimiter != nil {
 			st.limiter = newLimiter()
 		}
-		return st
+		st.setQuiet()
 	}
-	e.def = *newState()
+	initialTryCost := c.bucket.initialTryCost
+	if c.quota != nil {
+		initialTryCost = c.quota.cfg.initialTryCost
+	}
+	e.freeStart = len(c.hooks) == 0 && (noQuota || initialTryCost == 0)
+	initState(&e.def, "")
 	if (!noQuota && c.quota == nil) || perScopeLimiter {
-		e.scopes = newScopeCache(c.maxScopes, newState)
+		e.scopes = newScopeCache(c.maxScopes, func(name string) *scopeState {
+			st := new(scopeState)
+			initState(st, name)
+			return st
+		})
 	}
-	return e
 }
 
 // NewStandard returns a standard strategy with the AWS SDKs' defaults
@@ -175,7 +184,9 @@ func NewStandard(opts ...StandardOption) (*Standard, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Standard{e: cfg.newEngine(nil, false)}, nil
+	s := new(Standard)
+	cfg.initEngine(&s.e, nil, false)
+	return s, nil
 }
 
 // AcquireInitialToken returns the token for the first attempt in scope.

@@ -282,7 +282,14 @@ func (b *TokenBucket) put(n float64) {
 }
 
 // refill adds the tokens earned since the last refill. b.mu must be held.
+// A bucket that does not refill (the default) reads no clock.
 func (b *TokenBucket) refill() {
+	if b.cfg.refillRate != 0 {
+		b.refillNow()
+	}
+}
+
+func (b *TokenBucket) refillNow() {
 	now := b.cfg.clock.Now()
 	if !now.After(b.last) {
 		return // a clock that stands still or steps back earns nothing

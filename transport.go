@@ -30,7 +30,7 @@ import (
 // request with an Idempotency-Key or X-Idempotency-Key header) whose body
 // can be sent again, because Body is nil or http.NoBody or GetBody is set.
 // Any other request is sent once. Retries never change the caller's
-// request: each one is a clone, with a fresh body from GetBody.
+// request: each one is a shallow copy, with a fresh body from GetBody.
 //
 // When the strategy gives up after a failed response (a 503 on the last
 // attempt, or a 404 it does not retry), RoundTrip returns that response,
@@ -214,7 +214,10 @@ func CheckStatus(resp *http.Response) error {
 	if resp.StatusCode < 400 {
 		return nil
 	}
-	code := resp.Header.Get("X-Amzn-Errortype")
+	var code string
+	if v := resp.Header["X-Amzn-Errortype"]; len(v) > 0 { // Get, without canonicalising a canonical key
+		code = v[0]
+	}
 	if i := strings.IndexByte(code, ':'); i >= 0 {
 		code = code[:i]
 	}
@@ -234,8 +237,10 @@ type roundTrip struct {
 	failed   *http.Response // the latest failed attempt's response
 }
 
-// attempt sends req once: the first time as it is, later as a clone with a
-// fresh body.
+// attempt sends req once: the first time as it is, later as a shallow
+// copy with a fresh body. A copy is enough: a RoundTripper must not change
+// the request it is given, and the first attempt hands Base the caller's
+// own request anyway.
 func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 	if rt.failed != nil {
 		discard(rt.failed)
@@ -244,7 +249,7 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 	rt.attempts++
 	req := rt.req
 	if rt.attempts > 1 {
-		req = req.Clone(ctx)
+		req = req.WithContext(ctx)
 		if rt.req.GetBody != nil {
 			body, err := rt.req.GetBody()
 			if err != nil {
@@ -268,8 +273,10 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 		check = CheckStatus
 	}
 	if err := check(resp); err != nil {
-		if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok && d > 0 {
-			err = WithRetryAfter(err, d)
+		if hasRetryAfter(resp.Header) {
+			if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok && d > 0 {
+				err = WithRetryAfter(err, d)
+			}
 		}
 		if rt.replay {
 			release(resp)
@@ -340,10 +347,16 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return 0, r.err
 }
 
+// hasRetryAfter reports whether h has a field that ParseRetryAfter reads,
+// as Header.Get finds them, without canonicalising the canonical keys.
+func hasRetryAfter(h http.Header) bool {
+	return len(h["X-Amz-Retry-After"]) > 0 || len(h["Retry-After"]) > 0
+}
+
 // discard reads a little of resp's body, so that its connection can be
 // reused if the body is short, and closes it.
 func discard(resp *http.Response) {
-	if resp.Body == nil {
+	if resp.Body == nil || resp.Body == http.NoBody {
 		return
 	}
 	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-const sample = `goos: linux
+const sample = `machine: go1.26.8 linux/amd64, 2 CPUs
+goos: linux
 goarch: amd64
 pkg: github.com/retrykit/retry/bench
-cpu: AMD EPYC
 BenchmarkSuccess/direct-2    	129945770	         9.0 ns/op	       0 B/op	       0 allocs/op
 BenchmarkSuccess/retrykit-2  	32982733	        36.0 ns/op	       0 B/op	       0 allocs/op
 BenchmarkSuccess/direct-2    	129945770	        10.0 ns/op	       0 B/op	       0 allocs/op
@@ -20,23 +22,59 @@ BenchmarkThreeAttempts/avast 	  552146	      1879 ns/op	     770 B/op	      13 a
 BenchmarkPlain-8             	     100	       123 ns/op
 PASS
 ok  	github.com/retrykit/retry/bench	1.0s
+# instructions per call
+BenchmarkSuccess/direct	100000	24.5 instr/op
+BenchmarkSuccess/retrykit	100000	100.4 instr/op
+command: cd bench && ./run.sh
+`
+
+const want = `| case | library | instructions | + instr. | × direct | ns/op | + ns | × direct | B/op | allocs/op | runs |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| Success | direct | 24 | 0 | 1.0 | 10.0 | 0.00 | 1.0 | 0 | 0 | 3 |
+| Success | retrykit | 100 | 76 | 4.1 | 36.0 | 26.0 | 3.6 | 0 | 0 | 3 |
+| ThreeAttempts | avast | — | — | — | 1878 | — | — | 769 | 12.5 | 2 |
+| Plain |  | — | — | — | 123 | — | — | — | — | 1 |
+
+go1.26.8 linux/amd64, 2 CPUs
+cd bench && ./run.sh
 `
 
 func TestTable(t *testing.T) {
-	rows, err := parse(strings.NewReader(sample))
+	var in input
+	if err := in.parse(strings.NewReader(sample)); err != nil {
+		t.Fatal(err)
+	}
+	if got := in.table(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestReadme(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "bench.txt")
+	readme := filepath.Join(dir, "README.md")
+	if err := os.WriteFile(input, []byte(sample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readme, []byte("# x\n<!-- benchtable -->\nold\n<!-- /benchtable -->\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run([]string{input}, []string{readme}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := table(summarize(rows))
-	want := `| case | library | ns/op | B/op | allocs/op | × direct | range | runs |
-| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |
-| Success | direct | 10.0 | 0 | 0 | 1.0 | ±10% | 3 |
-| Success | retrykit | 36.0 | 0 | 0 | 3.6 | ±14% | 3 |
-| ThreeAttempts | avast | 1878 | 769 | 12.5 | — | ±0% | 2 |
-| Plain |  | 123 | — | — | — | ±0% | 1 |
-`
-	if got != want {
-		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	if w := "# x\n<!-- benchtable -->\n" + want + "<!-- /benchtable -->\nafter\n"; string(got) != w {
+		t.Errorf("README:\n%s\nwant:\n%s", got, w)
+	}
+	if out.String() != want {
+		t.Errorf("output:\n%s", out.String())
+	}
+	if err := run([]string{input}, []string{input}, nil, &out); err == nil {
+		t.Error("a file without markers: no error")
 	}
 }
 
