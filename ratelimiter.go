@@ -504,8 +504,15 @@ func (l *RateLimiter) defaultRate(now time.Time) float64 {
 // setRate sets the fill rate and capacity the new rate calls for, within
 // their minimums. l.mu must be held.
 func (l *RateLimiter) setRate(now time.Time, newRate float64) {
-	l.fillRate = max(newRate, l.cfg.minFillRate)
-	l.capacity = max(newRate, float64(l.cfg.minCapacity))
+	fillRate, capacity := max(newRate, l.cfg.minFillRate), max(newRate, float64(l.cfg.minCapacity))
+	if fillRate == l.fillRate && capacity == l.capacity && !l.cfg.published {
+		// Unchanged, as between two window closes before a cut: the
+		// bucket's tokens then grow the same whether it is told now or
+		// later (but for float rounding, which the published algorithm's
+		// vectors would see), so skip its two locked calls.
+		return
+	}
+	l.fillRate, l.capacity = fillRate, capacity
 	l.bucket.SetLimitAt(now, rate.Limit(l.fillRate))
 	// Float-to-int conversion of an out-of-range value is not defined in Go.
 	l.bucket.SetBurstAt(now, int(min(l.capacity, math.MaxInt32)))
