@@ -1,0 +1,238 @@
+package retry
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// scopeState is the quota and rate state of one scope. Either may be nil:
+// no retry quota, or no rate limiting. When all scopes share the default
+// state, its name is "" whatever the scope.
+type scopeState struct {
+	owner   *engine
+	name    string
+	bucket  *TokenBucket
+	limiter *RateLimiter
+	// quiet is true when a first attempt's success has nothing to record:
+	// it is the bucket's full flag when there is a bucket and no limiter,
+	// alwaysQuiet without either, and neverQuiet with a limiter.
+	quiet *atomic.Bool
+
+	// For the scope cache: the cache's epoch when the scope was last used,
+	// whether it was forgotten, and the order in which scopes were made.
+	used      atomic.Uint64
+	forgotten atomic.Bool
+	seq       uint64
+}
+
+// succeeded records the success of a first attempt in st. With a full
+// bucket and no rate limiter, the common case, it is one atomic load.
+func (st *scopeState) succeeded() {
+	if !st.quiet.Load() {
+		st.record()
+	}
+}
+
+// The quiet flags of scopes with neither a bucket nor a limiter, and of
+// scopes with a limiter.
+var (
+	alwaysQuiet = func() *atomic.Bool {
+		b := new(atomic.Bool)
+		b.Store(true)
+		return b
+	}()
+	neverQuiet = new(atomic.Bool)
+)
+
+// setQuiet sets st.quiet once st's bucket and limiter are set.
+func (st *scopeState) setQuiet() {
+	switch {
+	case st.limiter != nil:
+		st.quiet = neverQuiet
+	case st.bucket != nil:
+		st.quiet = &st.bucket.full
+	default:
+		st.quiet = alwaysQuiet
+	}
+}
+
+// record records the success of a first attempt in st.
+func (st *scopeState) record() {
+	if st.limiter != nil {
+		st.limiter.Update(false)
+	}
+	if b := st.bucket; b != nil {
+		_ = b.Release(b.cfg.initialTrySuccessIncrement)
+	}
+}
+
+// DefaultMaxScopes is how many named scopes a strategy keeps state for by
+// default, as the Smithy Java client does.
+const DefaultMaxScopes = 128
+
+// MaxMaxScopes is the most named scopes a strategy can keep state for:
+// WithMaxScopes takes 1 to MaxMaxScopes. The bound caps the memory that
+// arbitrary scope strings can take: with MaxMaxScopes short-named scopes,
+// a *Standard holds about 18 MiB of scope state and an *Adaptive, which
+// also keeps a rate limiter per scope, about 36 MiB.
+const MaxMaxScopes = 1 << 16
+
+// scopeCache keeps the state of the most recently used named scopes. When
+// it is full, the least recently used scope is forgotten; if it is seen
+// again it starts afresh, with a full bucket and an idle limiter. The bound
+// keeps arbitrary scope strings from growing memory without limit.
+//
+// Reading a kept scope takes no lock and, in the common case, writes no
+// shared memory, so that many goroutines using the same scopes do not
+// contend. The scope found last is kept apart (hot), so that a strategy
+// used mostly for one scope finds it with a string comparison and two
+// atomic loads; other scopes are in a sync.Map. Each creation of a scope
+// starts a new epoch, and a use stamps the scope with the epoch (a write
+// at most once per scope and epoch). Creating a scope takes a lock and,
+// when the cache is full, forgets the scope with the oldest stamp among
+// the next evictionWindow scopes in creation order, from where the last
+// eviction left off: in a cache of at most evictionWindow scopes, that is
+// the least recently used one, to the precision of an epoch (of scopes
+// last used in the same epoch, the first created goes); in a larger one,
+// an approximation that costs a constant time. A forgotten hot scope is
+// told from a live one by its stamp: forgetting it started a new epoch.
+type scopeCache struct {
+	newState func(name string) *scopeState
+	limit    int
+
+	m     sync.Map // scope name to *scopeState
+	hot   atomic.Pointer[scopeState]
+	epoch atomic.Uint64
+
+	mu   sync.Mutex    // serializes creation and eviction
+	ring []*scopeState // what m holds, in the order eviction looks at them
+	hand int           // where the next eviction starts looking
+	seq  uint64
+}
+
+// evictionWindow is how many scopes an eviction compares.
+const evictionWindow = 32
+
+// scopeEntry is a named scope, as snapshot reports it.
+type scopeEntry struct {
+	name  string
+	state *scopeState
+}
+
+func newScopeCache(limit int, newState func(name string) *scopeState) *scopeCache {
+	return &scopeCache{newState: newState, limit: limit}
+}
+
+// lookup returns the state of a scope the cache keeps, without creating
+// it or counting a use.
+func (c *scopeCache) lookup(name string) (*scopeState, bool) {
+	if v, ok := c.m.Load(name); ok {
+		return v.(*scopeState), true
+	}
+	return nil, false
+}
+
+// snapshot returns the scopes the cache keeps, from the most to the least
+// recently used (to the precision of an epoch: of scopes last used in the
+// same one, the last created first).
+func (c *scopeCache) snapshot() []scopeEntry {
+	c.mu.Lock()
+	all := slices.Clone(c.ring)
+	c.mu.Unlock()
+	slices.SortFunc(all, func(a, b *scopeState) int { return compareUse(b, a) })
+	entries := make([]scopeEntry, len(all))
+	for i, st := range all {
+		entries[i] = scopeEntry{name: st.name, state: st}
+	}
+	return entries
+}
+
+// get returns the state of the named scope, creating it if needed, and
+// counts a use. The hot scope, already used in the current epoch, is
+// returned at once: it was not forgotten since (forgetting a scope starts
+// a new epoch), and its use is counted.
+func (c *scopeCache) get(name string) *scopeState {
+	if st := c.hot.Load(); st != nil && st.name == name && st.used.Load() == c.epoch.Load() {
+		return st
+	}
+	return c.find(name)
+}
+
+// find is get for a scope other than the hot one, or whose use is not
+// counted yet.
+func (c *scopeCache) find(name string) *scopeState {
+	v, ok := c.m.Load(name)
+	if !ok {
+		return c.create(name)
+	}
+	st := v.(*scopeState)
+	c.touch(st)
+	if c.hot.Load() != st {
+		c.hot.Store(st)
+		if st.forgotten.Load() {
+			// Forgotten since it was loaded: it must not stay hot. (If
+			// touch saw the epoch its forgetting started, this sees the
+			// flag, set before.)
+			c.hot.CompareAndSwap(st, nil)
+		}
+	}
+	return st
+}
+
+// touch counts a use of st, writing only if its stamp changes.
+func (c *scopeCache) touch(st *scopeState) {
+	if e := c.epoch.Load(); st.used.Load() != e {
+		st.used.Store(e)
+	}
+}
+
+// create returns the state of the named scope, creating it unless another
+// goroutine just did, and forgets a scope first if the cache is full.
+func (c *scopeCache) create(name string) *scopeState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m.Load(name); ok {
+		st := v.(*scopeState)
+		c.touch(st)
+		return st
+	}
+	c.seq++
+	st := c.newState(name)
+	st.seq = c.seq
+	if len(c.ring) < c.limit {
+		c.ring = append(c.ring, st)
+	} else {
+		i := c.leastRecentlyUsed()
+		old := c.ring[i]
+		old.forgotten.Store(true)
+		c.m.Delete(old.name)
+		c.ring[i] = st
+		c.hand = (i + 1) % len(c.ring)
+	}
+	c.m.Store(name, st)
+	st.used.Store(c.epoch.Add(1)) // after the flag, which find relies on
+	c.hot.Store(st)
+	return st
+}
+
+// leastRecentlyUsed returns the index in c.ring of the scope with the
+// oldest stamp, of the evictionWindow scopes from the hand on (of those
+// stamped in the same epoch, the first created). c.mu must be held.
+func (c *scopeCache) leastRecentlyUsed() int {
+	n := len(c.ring)
+	best := c.hand
+	for k := 1; k < min(n, evictionWindow); k++ {
+		i := (c.hand + k) % n
+		if compareUse(c.ring[i], c.ring[best]) < 0 {
+			best = i
+		}
+	}
+	return best
+}
+
+// compareUse orders a and b from the least to the most recently used.
+func compareUse(a, b *scopeState) int {
+	return cmp.Or(cmp.Compare(a.used.Load(), b.used.Load()), cmp.Compare(a.seq, b.seq))
+}
