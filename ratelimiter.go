@@ -169,6 +169,15 @@ type RateLimiter struct {
 	// it without the lock.
 	enabled atomic.Bool
 
+	// Until the default algorithm first cuts the rate, a success within the
+	// open measurement window changes nothing but the window's count, so
+	// Update counts it without the lock: fastUntil is then the end of the
+	// open window, in nanoseconds since start (0: no such shortcut now), and
+	// uncounted holds the attempts counted so, which the next locked Update
+	// adds to the window before anything else.
+	fastUntil atomic.Int64
+	uncounted atomic.Int64
+
 	mu       sync.Mutex
 	bucket   rate.Limiter // the send tokens; its limit is fillRate, its burst floor(capacity)
 	measured float64      // smoothed measured send rate, per second
@@ -334,6 +343,12 @@ func (l *RateLimiter) Update(throttled bool) {
 	if !l.valid() {
 		return // the zero RateLimiter learns nothing and never paces
 	}
+	if !throttled {
+		if end := l.fastUntil.Load(); end > 0 && int64(l.cfg.clock.Now().Sub(l.start)) < end {
+			l.uncounted.Add(1)
+			return
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.cfg.clock.Now()
@@ -341,7 +356,16 @@ func (l *RateLimiter) Update(throttled bool) {
 		l.updatePublished(now, throttled)
 		return
 	}
+	if n := int(l.uncounted.Swap(0)); n > 0 {
+		l.count += n
+		l.share.open.attempts += n
+	}
 	l.updateDefault(now, throttled)
+	if s := &l.share; s.accepted && !s.cut {
+		l.fastUntil.Store(int64((l.lastWindow + l.cfg.window.Seconds()) * float64(time.Second)))
+	} else {
+		l.fastUntil.Store(0)
+	}
 }
 
 // updatePublished is the published algorithm's Update. l.mu must be held.

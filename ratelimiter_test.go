@@ -712,3 +712,31 @@ func TestRateLimiterFailFastWaitSaturates(t *testing.T) {
 	}
 	t.Fatal("the limiter never ran out of tokens")
 }
+
+// Before its first cut, the default limiter counts successes within the
+// open window without its lock; none is lost when many goroutines do so at
+// once, and the next locked Update adds them to the window. Run with -race.
+func TestRateLimiterCountsSuccessesWithoutTheLock(t *testing.T) {
+	clock := newManualClock()
+	l, err := retry.NewRateLimiter(retry.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Update(false) // the first accepted attempt, at 0
+	clock.Advance(100 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				l.Update(false)
+			}
+		})
+	}
+	wg.Wait()
+	clock.Advance(500 * time.Millisecond) // into the next window
+	l.Update(false)
+	// 1 + 8000 + 1 attempts closed the first 0.5 s window.
+	if got, want := l.Stats().MeasuredRate, 8002/0.5; got != want {
+		t.Errorf("measured rate %v, want %v: attempts were lost", got, want)
+	}
+}
