@@ -60,9 +60,9 @@ func WithRetryAfterLimit(d time.Duration) StandardOption {
 
 // WithLongPolling marks the strategy as serving long-polling operations
 // (such as SQS ReceiveMessage), whose callers loop at once on failure:
-// when the retry quota refuses a retry, the refusal still asks the caller
-// to wait the backoff first (see DelayedRefusal), so an empty bucket does
-// not turn the polling loop into a busy loop.
+// when the retry quota refuses a retry, RefreshRetryToken waits the
+// backoff before it refuses (PlanRetryToken returns that wait), so an
+// empty bucket does not turn the polling loop into a busy loop.
 func WithLongPolling(on bool) StandardOption {
 	return standardOption(func(c *standardConfig) { c.longPolling = on })
 }
