@@ -68,3 +68,28 @@ func ExampleStandard_PlanRetryToken() {
 	// send slot wait 0s <nil>
 	// give up after 0s because: retry: error is not retryable
 }
+
+// An adaptive strategy bounds how long an attempt waits for a send slot:
+// under overload, a request that cannot be sent soon fails at once with
+// ErrRateLimited instead of queueing until its deadline.
+func ExampleWithMaxSendWait() {
+	// A limiter that has seen throttling and whose send slots are taken
+	// for the next few seconds, as under overload.
+	limiter, _ := retry.NewRateLimiter(retry.WithPublishedCUBIC())
+	limiter.Update(true)
+	for {
+		if wait, _ := limiter.Acquire(); wait > 5*time.Second {
+			break
+		}
+	}
+
+	strategy, _ := retry.NewAdaptive(retry.WithRateLimiter(limiter), retry.WithMaxSendWait(time.Second))
+	_, err := retry.Do(context.Background(), func(context.Context) (string, error) {
+		return "sent", nil
+	}, retry.WithStrategy(strategy))
+	fmt.Println(errors.Is(err, retry.ErrRateLimited))
+	fmt.Println(err)
+	// Output:
+	// true
+	// retry: client-side rate limit exceeded: no send slot within 1s (WithMaxSendWait) (no attempt made)
+}
