@@ -188,7 +188,7 @@ func TestConcurrentCalls(t *testing.T) {
 func TestAdaptivePacing(t *testing.T) {
 	t.Run("wait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff), retry.WithMaxSendWait(time.Hour))
+			s, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff), retry.WithMaxSendWait(time.Hour), retry.WithPublishedCUBIC())
 			require.NoError(t, err)
 			fake := newFake(func(key string) []reply {
 				if strings.HasPrefix(key, "hot") {
@@ -226,7 +226,7 @@ func TestAdaptivePacing(t *testing.T) {
 	})
 	t.Run("fail fast", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff), retry.WithFailFast(true))
+			s, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff), retry.WithFailFast(true), retry.WithPublishedCUBIC())
 			require.NoError(t, err)
 			fake := newFake(func(string) []reply { return []reply{provisioned, provisioned, provisioned} })
 			client := newClient(t, fake, "", awsretry.WithStrategy(s))

@@ -101,7 +101,7 @@ func TestUnaryThrottle(t *testing.T) {
 		}
 	})
 	t.Run("adaptive", func(t *testing.T) {
-		a, err := retry.NewAdaptive(retry.WithClock(newClock()), retry.WithBackoff(retry.NoBackoff))
+		a, err := retry.NewAdaptive(retry.WithClock(newClock()), retry.WithBackoff(retry.NoBackoff), retry.WithPublishedCUBIC()) // paces from the first throttle
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func TestUnaryThrottle(t *testing.T) {
 		}
 	})
 	t.Run("unavailable is not a throttle", func(t *testing.T) {
-		a, err := retry.NewAdaptive(retry.WithClock(newClock()), retry.WithBackoff(retry.NoBackoff))
+		a, err := retry.NewAdaptive(retry.WithClock(newClock()), retry.WithBackoff(retry.NoBackoff), retry.WithPublishedCUBIC()) // paces from the first throttle
 		if err != nil {
 			t.Fatal(err)
 		}

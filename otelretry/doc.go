@@ -50,8 +50,8 @@
 //
 // The gauges report, for each scope a strategy keeps state for, the tokens
 // in its retry quota and the most it holds, and for an adaptive strategy
-// the send rate its limiter allows, once the limiter has seen a throttle
-// (before, sending is not limited), and the send rate it measures.
+// the send rate its limiter allows once it paces (RateLimiterStats.Enabled;
+// before, sending is not limited), and the send rate it measures.
 //
 // # Attributes
 //

@@ -110,7 +110,7 @@ func New(opts ...Option) (*Metrics, error) {
 		metric.WithDescription("The most tokens the retry quota of a scope holds."))
 	err = errors.Join(err, e)
 	m.fillRate, e = meter.Float64ObservableGauge("retry.client.rate_limiter.fill_rate", metric.WithUnit("{attempt}/s"),
-		metric.WithDescription("The send rate the client-side rate limiter of a scope allows, once it has seen a throttle."))
+		metric.WithDescription("The send rate the client-side rate limiter of a scope allows, once it paces."))
 	err = errors.Join(err, e)
 	m.measuredRate, e = meter.Float64ObservableGauge("retry.client.rate_limiter.measured_rate", metric.WithUnit("{attempt}/s"),
 		metric.WithDescription("The send rate the client-side rate limiter of a scope measures."))

@@ -139,7 +139,7 @@ func TestHook(t *testing.T) {
 // and bucket boundaries.
 func TestInstruments(t *testing.T) {
 	m, reader := newMetrics(t)
-	a, err := retry.NewAdaptive(retry.WithHook(m.Hook()))
+	a, err := retry.NewAdaptive(retry.WithHook(m.Hook()), retry.WithPublishedCUBIC()) // paces from the first throttle
 	require.NoError(t, err)
 	reg, err := m.Observe(a)
 	require.NoError(t, err)
@@ -188,7 +188,8 @@ func TestObserve(t *testing.T) {
 	require.NoError(t, err)
 	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
 	require.NoError(t, err)
-	a, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff))
+	// The published algorithm paces from the first throttle.
+	a, err := retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff), retry.WithPublishedCUBIC())
 	require.NoError(t, err)
 	assert.Empty(t, collect(t, reader), "nothing observed yet")
 
@@ -231,8 +232,8 @@ func TestObserve(t *testing.T) {
 	assert.Empty(t, collect(t, reader), "unregistered")
 }
 
-// Until its limiter sees a throttle, an adaptive strategy reports no fill
-// rate: sending is not limited.
+// Until its limiter paces, an adaptive strategy reports no fill rate:
+// sending is not limited.
 func TestObserveNoThrottleYet(t *testing.T) {
 	m, reader := newMetrics(t)
 	a, err := retry.NewAdaptive()
