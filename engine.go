@@ -27,6 +27,19 @@ type engine struct {
 
 	def    scopeState // the default scope, "", and every scope when shared
 	scopes *scopeCache
+
+	// option is what WithStrategy returns for the strategy, made once so
+	// that giving it costs no allocation (see bindOption).
+	option doOption
+}
+
+// bindOption makes e.option, for s, the strategy whose engine e is: its
+// fast scope is the default scope if Do may take its fast path with s.
+func (e *engine) bindOption(s RetryStrategy) {
+	e.option = doOption{kind: doStrategy, strategy: s}
+	if e.freeStart {
+		e.option.fast = &e.def
+	}
 }
 
 // scopeState returns the state of the named scope, creating it if needed.

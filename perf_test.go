@@ -61,6 +61,29 @@ func TestDoFastPathAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestInlineDoOptionsAllocateNothing gives the options the way most code
+// does, made in the call: a DoOption is a pointer, and the record behind
+// it must stay on the caller's stack (or, for the strategies of this
+// package, be the one the strategy made once).
+func TestInlineDoOptionsAllocateNothing(t *testing.T) {
+	s, err := retry.NewStandard()
+	require.NoError(t, err)
+	ctx := context.Background()
+	host := fmt.Sprint("api.example.com") // not a constant
+	custom := new(customStrategy)         // its tokens need no allocation
+	for name, call := range map[string]func(){
+		"strategy":        func() { _, _ = retry.Do(ctx, work, retry.WithStrategy(s)) },
+		"strategy, scope": func() { _, _ = retry.Do(ctx, work, retry.WithStrategy(s), retry.WithScope(host)) },
+		"scope":           func() { _, _ = retry.Do(ctx, work, retry.WithScope(host)) },
+		"option of a Run": func() {
+			_ = retry.Run(ctx, func(context.Context) error { return nil }, retry.WithStrategy(s), retry.WithScope(host))
+		},
+		"custom strategy": func() { _, _ = retry.Do(ctx, work, retry.WithStrategy(custom)) },
+	} {
+		assert.Zero(t, testing.AllocsPerRun(1000, call), name)
+	}
+}
+
 func TestDoRetryWithoutDelayAllocatesNothing(t *testing.T) {
 	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
 	require.NoError(t, err)

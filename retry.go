@@ -99,9 +99,18 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Reason, e.Err}
 }
 
-// A DoOption configures one call of Do or Run. DoOptions are small values:
-// passing them costs no allocation.
+// A DoOption configures one call of Do or Run. A DoOption is one pointer:
+// passing options costs the caller a word each, and no allocation.
 type DoOption struct {
+	o *doOption
+}
+
+// doOption is what a DoOption says. Options that WithStrategy makes for
+// the strategies of this package are made once, with the strategy (see
+// engine.option); the others are made by their With function, and stay
+// on the caller's stack when it inlines the function, as Do and Run
+// never keep them.
+type doOption struct {
 	kind     doOptionKind
 	strategy RetryStrategy
 	fast     *scopeState // strategy's default scope, if Do may take its fast path
@@ -121,30 +130,46 @@ const (
 // one ContextWithStrategy put in the call's context, else the
 // process-wide DefaultStrategy). Valid: non-nil.
 func WithStrategy(s RetryStrategy) DoOption {
-	return DoOption{kind: doStrategy, strategy: s, fast: fastScopeOf(s)}
+	if e := engineOf(s); e != nil {
+		return DoOption{&e.option}
+	}
+	return DoOption{&doOption{kind: doStrategy, strategy: s}}
+}
+
+// engineOf returns the engine of s if s is a Standard or Adaptive made by
+// its constructor, and nil otherwise.
+func engineOf(s RetryStrategy) *engine {
+	var e *engine
+	switch s := s.(type) {
+	case *Standard:
+		if s != nil {
+			e = &s.e
+		}
+	case *Adaptive:
+		if s != nil {
+			e = &s.e
+		}
+	}
+	if !e.valid() {
+		return nil
+	}
+	return e
 }
 
 // fastScopeOf returns the default scope of s if Do may take its fast path
 // with s: s is a Standard or Adaptive whose first tokens cost nothing (see
 // engine.freeStart). Otherwise it returns nil.
 func fastScopeOf(s RetryStrategy) *scopeState {
-	var e *engine
-	switch s := s.(type) {
-	case *Standard:
-		e = s.engine()
-	case *Adaptive:
-		e = s.engine()
+	if e := engineOf(s); e != nil {
+		return e.option.fast
 	}
-	if e == nil || !e.freeStart {
-		return nil
-	}
-	return &e.def
+	return nil
 }
 
 // WithScope sets the scope the strategy keeps quota and rate state for,
 // such as one per endpoint (default "").
 func WithScope(scope string) DoOption {
-	return DoOption{kind: doScope, scope: scope}
+	return DoOption{&doOption{kind: doScope, scope: scope}}
 }
 
 // WithAttemptTimeout bounds each attempt: fn gets a context that ends after
@@ -152,7 +177,7 @@ func WithScope(scope string) DoOption {
 // TimedOut, so it is retried as a timeout. The caller's context still
 // bounds the whole call. Valid: > 0.
 func WithAttemptTimeout(d time.Duration) DoOption {
-	return DoOption{kind: doAttemptTimeout, timeout: d}
+	return DoOption{&doOption{kind: doAttemptTimeout, timeout: d}}
 }
 
 type doConfig struct {
@@ -164,9 +189,12 @@ type doConfig struct {
 
 // apply sets cfg from opts. A bad option leaves cfg.err set.
 func (cfg *doConfig) apply(opts []DoOption) {
-	for i := range opts {
-		o := &opts[i]
+	for _, opt := range opts {
+		o := opt.o
 		switch {
+		case o == nil:
+			cfg.err = configError("DoOption", "the zero DoOption", "an option made by a With function")
+			return
 		case o.kind == doStrategy && o.strategy != nil:
 			cfg.strategy = o.strategy
 		case o.kind == doScope:
@@ -174,21 +202,18 @@ func (cfg *doConfig) apply(opts []DoOption) {
 		case o.kind == doAttemptTimeout && o.timeout > 0:
 			cfg.timeout = o.timeout
 		default:
-			cfg.err = badDoOption(*o)
+			cfg.err = badDoOption(o)
 			return
 		}
 	}
 }
 
 // badDoOption describes what is wrong with o.
-func badDoOption(o DoOption) error {
-	switch o.kind {
-	case doStrategy:
+func badDoOption(o *doOption) error {
+	if o.kind == doStrategy {
 		return configError("WithStrategy", "nil", "a non-nil RetryStrategy")
-	case doAttemptTimeout:
-		return configError("WithAttemptTimeout", o.timeout, "> 0")
 	}
-	return configError("DoOption", "the zero DoOption", "an option made by a With function")
+	return configError("WithAttemptTimeout", o.timeout, "> 0")
 }
 
 // DefaultStrategy returns the strategy Do, Run and Transport use when none
@@ -209,10 +234,6 @@ var defaultStrategy = func() *Standard {
 // defaultScope is the default strategy's default scope, for Do's fast
 // path.
 var defaultScope = fastScopeOf(defaultStrategy)
-
-// contextScope stands, in Do's fast path, for the default scope of the
-// strategy StrategyFromContext gives: no WithStrategy option was given.
-var contextScope = new(scopeState)
 
 // scopeFromContext returns the default scope of the strategy
 // StrategyFromContext(ctx) gives, if Do may take its fast path with it,
@@ -268,25 +289,29 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	// cost nothing (no hooks, no initial-try cost) needs no token for a
 	// call that succeeds at once, only the scope's state. Everything else,
 	// and every retry, goes through the general loop, out of line.
-	st, scope := contextScope, ""
+	var st *scopeState
 	switch {
-	case len(opts) == 1 && opts[0].kind == doStrategy: // the common cases, without a loop
-		st = opts[0].fast
-	case len(opts) == 2 && opts[0].kind == doStrategy && opts[1].kind == doScope:
-		st, scope = opts[0].fast, opts[1].scope
-	case len(opts) > 0:
-		st, scope = fastScope(opts)
-	}
-	if st == contextScope && ctx != nil {
-		st = scopeFromContext(ctx)
+	case len(opts) == 1 && opts[0].o != nil && opts[0].o.fast != nil: // WithStrategy(s)
+		st = opts[0].o.fast
+	case len(opts) == 0 && !contextStrategies.Load():
+		st = defaultScope
+	case len(opts) == 2 && opts[0].o != nil && opts[0].o.fast != nil && opts[1].o != nil && opts[1].o.kind == doScope: // WithStrategy(s), WithScope(name)
+		if c := opts[0].o.fast.owner.scopes; c != nil {
+			st = c.hotScope(opts[1].o.scope) // nil for "" and for any other scope
+		}
+		if st == nil {
+			st = fastScope(ctx, opts)
+		}
+	default:
+		st = fastScope(ctx, opts)
 	}
 	if st == nil || ctx == nil || fn == nil {
 		return do(ctx, fn, opts)
 	}
-	if scope != "" {
-		st = st.owner.scopeState(scope)
+	if ctx.Err() != nil {
+		return doFrom(ctx, fn, st)
 	}
-	if ctx.Err() != nil || st.limiter != nil && !st.limiter.admitNow() {
+	if l := st.limiter; l != nil && l.enabled.Load() && !l.admitNow() {
 		return doFrom(ctx, fn, st)
 	}
 	v, err := fn(ctx)
@@ -297,24 +322,35 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	return v, nil
 }
 
-// fastScope returns the default scope of the strategy opts select
-// (contextScope if none), and the scope they name, if Do may take its fast
-// path for them: no option but WithStrategy and WithScope, and a strategy
-// whose first tokens cost nothing (see fastScopeOf). Otherwise it returns
-// nil.
-func fastScope(opts []DoOption) (*scopeState, string) {
-	st, scope := contextScope, ""
-	for i := range opts {
-		switch o := &opts[i]; o.kind {
-		case doStrategy:
-			st = o.fast
-		case doScope:
+// fastScope returns the state of the scope opts select, if Do may take
+// its fast path for them: no option but WithStrategy and WithScope, and a
+// strategy, given or from ctx, whose first tokens cost nothing (see
+// fastScopeOf). Otherwise it returns nil.
+func fastScope(ctx context.Context, opts []DoOption) *scopeState {
+	var st *scopeState
+	strategy, scope := false, ""
+	for _, opt := range opts {
+		switch o := opt.o; {
+		case o == nil:
+			return nil
+		case o.kind == doStrategy:
+			st, strategy = o.fast, true
+		case o.kind == doScope:
 			scope = o.scope
 		default:
-			return nil, ""
+			return nil
 		}
 	}
-	return st, scope
+	if !strategy {
+		if ctx == nil {
+			return nil
+		}
+		st = scopeFromContext(ctx)
+	}
+	if st == nil || scope == "" {
+		return st
+	}
+	return st.owner.scopeState(scope)
 }
 
 // retryAfterFirst goes on after the fast path's first attempt, in scope

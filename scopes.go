@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // scopeState is the quota and rate state of one scope. Either may be nil:
@@ -154,10 +155,27 @@ func (c *scopeCache) snapshot() []scopeEntry {
 // returned at once: it was not forgotten since (forgetting a scope starts
 // a new epoch), and its use is counted.
 func (c *scopeCache) get(name string) *scopeState {
-	if st := c.hot.Load(); st != nil && st.name == name && st.used.Load() == c.epoch.Load() {
+	if st := c.hotScope(name); st != nil {
 		return st
 	}
 	return c.find(name)
+}
+
+// hotScope returns the hot scope if it is the named one and already used
+// in the current epoch, and nil otherwise. It is small enough to inline
+// into Do's fast path.
+func (c *scopeCache) hotScope(name string) *scopeState {
+	if st := c.hot.Load(); st != nil && sameString(st.name, name) && st.used.Load() == c.epoch.Load() {
+		return st
+	}
+	return nil
+}
+
+// sameString reports whether a == b, without comparing their bytes when
+// they are the same string, as a scope's name given by a constant or a
+// kept option always is.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // find is get for a scope other than the hot one, or whose use is not

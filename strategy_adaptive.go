@@ -108,6 +108,7 @@ func NewAdaptive(opts ...AdaptiveOption) (*Adaptive, error) {
 	}
 	a := new(Adaptive)
 	cfg.initEngine(&a.e, newLimiter, cfg.shared == nil)
+	a.e.bindOption(a)
 	a.e.maxSendWait = cfg.maxSendWait
 	return a, nil
 }

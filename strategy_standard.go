@@ -186,6 +186,7 @@ func NewStandard(opts ...StandardOption) (*Standard, error) {
 	}
 	s := new(Standard)
 	cfg.initEngine(&s.e, nil, false)
+	s.e.bindOption(s)
 	return s, nil
 }
 
