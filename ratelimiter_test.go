@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/retrykit/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func newTestRateLimiter(t testing.TB, opts ...retry.RateLimiterOption) *retry.RateLimiter {
@@ -734,9 +736,66 @@ func TestRateLimiterCountsSuccessesWithoutTheLock(t *testing.T) {
 	}
 	wg.Wait()
 	clock.Advance(500 * time.Millisecond) // into the next window
-	l.Update(false)
+	// A throttle always takes the lock (a success may not even read the
+	// clock, see TestRateLimiterSharesClockReadings).
+	l.Update(true)
 	// 1 + 8000 + 1 attempts closed the first 0.5 s window.
 	if got, want := l.Stats().MeasuredRate, 8002/0.5; got != want {
 		t.Errorf("measured rate %v, want %v: attempts were lost", got, want)
 	}
+}
+
+// readCountingClock is a manual clock that counts its readings.
+type readCountingClock struct {
+	*manualClock
+	reads atomic.Int64
+}
+
+func (c *readCountingClock) Now() time.Time {
+	c.reads.Add(1)
+	return c.manualClock.Now()
+}
+
+// When successes come fast, the default limiter counts most of them
+// without reading the clock: one reading serves a stride of up to 64,
+// sized so that a stride takes about 1% of a window. The measured rate
+// stays right within that; a window's end is seen within a stride; and
+// when successes slow down, each reads the clock again.
+func TestRateLimiterSharesClockReadings(t *testing.T) {
+	clock := &readCountingClock{manualClock: newManualClock()}
+	l, err := retry.NewRateLimiter(retry.WithClock(clock))
+	require.NoError(t, err)
+
+	// 100,000 successes a second for 1 s: two windows.
+	before := clock.reads.Load()
+	for range 100_000 {
+		l.Update(false)
+		clock.Advance(10 * time.Microsecond)
+	}
+	reads := clock.reads.Load() - before
+	assert.Less(t, reads, int64(100_000/32), "successes 10µs apart share clock readings")
+	assert.InEpsilon(t, 100_000, l.Stats().MeasuredRate, 0.02, "the measured rate, from counts that are right within a stride")
+
+	// Into a later window: seen within one stride.
+	clock.Advance(time.Second)
+	rate := l.Stats().MeasuredRate
+	calls := 0
+	for l.Stats().MeasuredRate == rate {
+		l.Update(false)
+		calls++
+		require.LessOrEqual(t, calls, 64, "the window's end is seen within a stride")
+	}
+
+	// 100 successes a second: every one reads the clock again, after at
+	// most a few.
+	for range 10 {
+		l.Update(false)
+		clock.Advance(10 * time.Millisecond)
+	}
+	before = clock.reads.Load()
+	for range 100 {
+		l.Update(false)
+		clock.Advance(10 * time.Millisecond)
+	}
+	assert.GreaterOrEqual(t, clock.reads.Load()-before, int64(100), "each slow success reads the clock")
 }

@@ -64,7 +64,7 @@ func (st *scopeState) record() {
 	if st.limiter != nil {
 		st.limiter.Update(false)
 	}
-	if b := st.bucket; b != nil {
+	if b := st.bucket; b != nil && !b.full.Load() {
 		_ = b.Release(b.cfg.initialTrySuccessIncrement)
 	}
 }
