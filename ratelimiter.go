@@ -206,6 +206,7 @@ type RateLimiter struct {
 	lastThrottle time.Time // when the curve last started; start before the first
 	fillRate     float64
 	capacity     float64
+	burst        int        // the bucket's burst: floor(capacity), or 0 just after a cut emptied it
 	share        shareState // the default algorithm's state
 }
 
@@ -357,20 +358,16 @@ func (l *RateLimiter) Update(throttled bool) {
 	if !l.valid() {
 		return // the zero RateLimiter learns nothing and never paces
 	}
-	if !throttled && l.countFast() {
+	if end := l.fastUntil.Load(); end > 0 && !throttled && l.countFast(end) {
 		return
 	}
 	l.update(throttled)
 }
 
 // countFast counts a success without the lock if it falls within the open
-// window of the default algorithm before its first cut (see fastUntil),
-// and reports whether it did.
-func (l *RateLimiter) countFast() bool {
-	end := l.fastUntil.Load()
-	if end == 0 {
-		return false
-	}
+// window of the default algorithm before its first cut, which ends at end
+// (see fastUntil), and reports whether it did.
+func (l *RateLimiter) countFast(end int64) bool {
 	mask := l.fastMask.Load()
 	if (l.uncounted.Load()+1)&mask != 0 {
 		l.uncounted.Add(1) // not this success's turn to read the clock
@@ -575,7 +572,7 @@ func (l *RateLimiter) decide(now time.Time) {
 	}
 	l.restart(now, base*max(1-(evidence.share()-p), l.cfg.beta))
 	// Empty the bucket: what it holds was earned at the rate just cut.
-	l.bucket.SetBurstAt(now, 0)
+	l.setBurst(now, 0)
 }
 
 // restart starts the growth curve at now from the rate r. l.mu must be
@@ -599,20 +596,30 @@ func (l *RateLimiter) defaultRate(now time.Time) float64 {
 }
 
 // setRate sets the fill rate and capacity the new rate calls for, within
-// their minimums. l.mu must be held.
+// their minimums. It tells the token bucket only what changed: each of its
+// setters brings the bucket's tokens up to now, which a later call does as
+// well, so skipping one changes them by float rounding at most. The
+// published algorithm sets the fill rate at every update all the same, as
+// the SDKs do: its simulation figures would otherwise move with that
+// rounding. l.mu must be held.
 func (l *RateLimiter) setRate(now time.Time, newRate float64) {
 	fillRate, capacity := max(newRate, l.cfg.minFillRate), max(newRate, float64(l.cfg.minCapacity))
-	if fillRate == l.fillRate && capacity == l.capacity && !l.cfg.published {
-		// Unchanged, as between two window closes before a cut: the
-		// bucket's tokens then grow the same whether it is told now or
-		// later (but for float rounding, which the published algorithm's
-		// vectors would see), so skip its two locked calls.
-		return
+	if fillRate != l.fillRate || l.cfg.published {
+		l.fillRate = fillRate
+		l.bucket.SetLimitAt(now, rate.Limit(fillRate))
 	}
-	l.fillRate, l.capacity = fillRate, capacity
-	l.bucket.SetLimitAt(now, rate.Limit(l.fillRate))
-	// Float-to-int conversion of an out-of-range value is not defined in Go.
-	l.bucket.SetBurstAt(now, int(min(l.capacity, math.MaxInt32)))
+	l.capacity = capacity
+	// The bucket holds whole tokens. (Float-to-int conversion of an
+	// out-of-range value is not defined in Go.)
+	l.setBurst(now, int(min(capacity, math.MaxInt32)))
+}
+
+// setBurst sets the bucket's burst, if it changes. l.mu must be held.
+func (l *RateLimiter) setBurst(now time.Time, burst int) {
+	if burst != l.burst {
+		l.burst = burst
+		l.bucket.SetBurstAt(now, burst)
+	}
 }
 
 // cubicK returns the time, in seconds after a reduction from maxRate, at
