@@ -799,3 +799,26 @@ func TestRateLimiterSharesClockReadings(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, clock.reads.Load()-before, int64(100), "each slow success reads the clock")
 }
+
+// A cut empties the bucket by setting its burst to 0; the rate set right
+// after restores the burst even when the capacity is the same as before
+// the cut, so the bucket refills.
+func TestRateLimiterRefillsAfterACutAtTheSameCapacity(t *testing.T) {
+	clock := newManualClock()
+	l, err := retry.NewRateLimiter(retry.WithClock(clock), retry.WithMinCapacity(1000), retry.WithFailFast(true))
+	require.NoError(t, err)
+	for range 80 { // 20 attempts a second for 4 s
+		l.Update(false)
+		clock.Advance(50 * time.Millisecond)
+	}
+	for i := 0; !l.Stats().Enabled; i++ {
+		require.Less(t, i, 100, "every attempt throttled, and the limiter never cut")
+		l.Update(true)
+		clock.Advance(50 * time.Millisecond)
+	}
+	require.Equal(t, 1000.0, l.Stats().Capacity, "the capacity is the minimum before and after the cut")
+	clock.Advance(time.Minute)
+	_, err = l.Acquire()
+	assert.NoError(t, err, "the emptied bucket refills")
+	assert.Greater(t, l.Stats().Tokens, 0.0)
+}
