@@ -285,6 +285,21 @@ func adaptiveCallers(tb testing.TB) []caller {
 		tb.Fatal("retrykit's limiter does not pace after the throttle")
 	}
 
+	// The default algorithm after one throttle: it tolerates a throttled
+	// share up to what it has learned to expect, so it does not pace yet.
+	// (A throttle before the first accepted attempt would not count.)
+	oneThrottleStrategy := must(retry.NewAdaptive(retry.WithMaxAttempts(1)))
+	oneThrottle := retry.WithStrategy(oneThrottleStrategy)
+	if _, err := retry.Do(context.Background(), work, oneThrottle); err != nil {
+		tb.Fatal(err)
+	}
+	throttle(tb, func(ctx context.Context, fn func(context.Context) (int, error)) (int, error) {
+		return retry.Do(ctx, fn, oneThrottle)
+	}, retry.Throttled(errFailed))
+	if st, _ := oneThrottleStrategy.Stats(""); st.RateLimiter.Enabled {
+		tb.Fatal("retrykit's default limiter paces after one throttle")
+	}
+
 	awsFresh := awsretry.NewAdaptiveMode()
 	// RequestCost 0: every attempt still refills and draws on the limiter's
 	// bucket, but never waits.
@@ -300,6 +315,9 @@ func adaptiveCallers(tb testing.TB) []caller {
 		{"direct", work},
 		{"retrykit", func(ctx context.Context) (int, error) {
 			return retry.Do(ctx, work, fresh)
+		}},
+		{"retrykit-one-throttle", func(ctx context.Context) (int, error) {
+			return retry.Do(ctx, work, oneThrottle)
 		}},
 		{"retrykit-throttled", func(ctx context.Context) (int, error) {
 			return retry.Do(ctx, work, throttled)
