@@ -600,8 +600,8 @@ func (l *RateLimiter) defaultRate(now time.Time) float64 {
 // setters brings the bucket's tokens up to now, which a later call does as
 // well, so skipping one changes them by float rounding at most. The
 // published algorithm sets the fill rate at every update all the same, as
-// the SDKs do: its simulation figures would otherwise move with that
-// rounding. l.mu must be held.
+// it is specified: that rounding, small as it is, would move its figures
+// in the storm simulation. l.mu must be held.
 func (l *RateLimiter) setRate(now time.Time, newRate float64) {
 	fillRate, capacity := max(newRate, l.cfg.minFillRate), max(newRate, float64(l.cfg.minCapacity))
 	if fillRate != l.fillRate || l.cfg.published {
