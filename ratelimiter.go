@@ -168,9 +168,10 @@ const (
 type RateLimiter struct {
 	cfg   limiterConfig
 	start time.Time // the clock's time at creation; measurement windows start here
-	// monotonic says that the clock is the system clock and start holds a
-	// monotonic reading: the time since start is then time.Since(start),
-	// which reads only the monotonic clock.
+	// monotonic says that the clock is the system clock, which now reads
+	// with time.Now directly, and that start holds a monotonic reading: the
+	// time since start is then time.Since(start), which reads only the
+	// monotonic clock.
 	monotonic bool
 
 	// enabled is set, once, when the limiter starts pacing; Acquire reads
@@ -324,6 +325,14 @@ func (l *RateLimiter) Acquire() (time.Duration, error) {
 // valid reports whether l was made by NewRateLimiter.
 func (l *RateLimiter) valid() bool { return l != nil && l.cfg.clock != nil }
 
+// admitNow takes a send slot if one is free now, for Do's fast path, and
+// reports whether it did. Until the limiter paces every attempt has one.
+// The token bucket has a lock of its own: taking a token needs neither
+// the limiter's lock nor its rate.
+func (l *RateLimiter) admitNow() bool {
+	return !l.enabled.Load() || l.bucket.AllowN(l.now(), 1)
+}
+
 // acquire takes a send token. Without failFast it reserves the next slot
 // and returns the wait for it; with failFast it takes a token only if one
 // is there now, and otherwise returns ErrRateLimited with the time until
@@ -334,7 +343,7 @@ func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.cfg.clock.Now()
+	now := l.now()
 	if failFast {
 		if !l.bucket.AllowN(now, 1) {
 			missing := 1 - l.bucket.TokensAt(now)
@@ -408,6 +417,14 @@ func (l *RateLimiter) stride(mask, elapsed int64) {
 	}
 }
 
+// now reads l's clock.
+func (l *RateLimiter) now() time.Time {
+	if l.monotonic {
+		return time.Now() // the system clock, without the interface call
+	}
+	return l.cfg.clock.Now()
+}
+
 // sinceStart returns the time since l.start, by l's clock.
 func (l *RateLimiter) sinceStart() time.Duration {
 	if l.monotonic {
@@ -420,7 +437,7 @@ func (l *RateLimiter) sinceStart() time.Duration {
 func (l *RateLimiter) update(throttled bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.cfg.clock.Now()
+	now := l.now()
 	if l.cfg.published {
 		l.updatePublished(now, throttled)
 		return
