@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,8 +70,8 @@ func TestInlineDoOptionsAllocateNothing(t *testing.T) {
 	s, err := retry.NewStandard()
 	require.NoError(t, err)
 	ctx := context.Background()
-	host := fmt.Sprint("api.example.com") // not a constant
-	custom := new(customStrategy)         // its tokens need no allocation
+	host := strings.Clone("api.example.com") // not a constant
+	custom := new(customStrategy)            // its tokens need no allocation
 	for name, call := range map[string]func(){
 		"strategy":        func() { _, _ = retry.Do(ctx, work, retry.WithStrategy(s)) },
 		"strategy, scope": func() { _, _ = retry.Do(ctx, work, retry.WithStrategy(s), retry.WithScope(host)) },
