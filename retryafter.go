@@ -32,12 +32,12 @@ const retryAfterLimit = 24 * time.Hour
 // that, or overflowing [time.Duration]). Surrounding spaces and tabs are
 // ignored; if a field occurs more than once, only its first value counts.
 func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := h.Get("X-Amz-Retry-After"); v != "" {
+	if v := headerField(h, amzRetryAfterKey); v != "" {
 		if n, ok := parseRetryAfterInt(v, int64(retryAfterLimit/time.Millisecond)); ok {
 			return time.Duration(n) * time.Millisecond, true
 		}
 	}
-	v := strings.Trim(h.Get("Retry-After"), " \t")
+	v := strings.Trim(headerField(h, retryAfterKey), " \t")
 	if v == "" {
 		return 0, false
 	}
@@ -56,6 +56,27 @@ func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	default:
 		return d, true
 	}
+}
+
+// The fields ParseRetryAfter reads, as canonical header keys.
+const (
+	amzRetryAfterKey = "X-Amz-Retry-After"
+	retryAfterKey    = "Retry-After"
+)
+
+// headerField returns the first value of the field whose canonical key is
+// key, as h.Get does, without canonicalising a key that already is.
+func headerField(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// hasRetryAfter reports whether h has a field ParseRetryAfter reads, so
+// that a caller can skip reading the clock for a response without one.
+func hasRetryAfter(h http.Header) bool {
+	return headerField(h, amzRetryAfterKey) != "" || headerField(h, retryAfterKey) != ""
 }
 
 // parseRetryAfterInt parses s, less surrounding spaces and tabs, as a

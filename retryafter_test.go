@@ -27,6 +27,10 @@ func TestParseRetryAfter(t *testing.T) {
 		{"no header", nil, 0, false},
 		{"empty header", http.Header{}, 0, false},
 		{"unrelated fields", http.Header{"Content-Type": {"text/plain"}}, 0, false},
+		// Fields are found as Header.Get finds them: by canonical key, as
+		// Header.Set and net/http store them; a key stored otherwise is not.
+		{"set in lower case", func() http.Header { h := http.Header{}; h.Set("retry-after", "3"); return h }(), 3 * time.Second, true},
+		{"stored non-canonical", http.Header{"retry-after": {"3"}}, 0, false},
 
 		{"amz milliseconds", http.Header{"X-Amz-Retry-After": {"1500"}}, 1500 * time.Millisecond, true},
 		{"amz zero", http.Header{"X-Amz-Retry-After": {"0"}}, 0, true},

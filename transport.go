@@ -347,12 +347,6 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return 0, r.err
 }
 
-// hasRetryAfter reports whether h has a field that ParseRetryAfter reads,
-// as Header.Get finds them, without canonicalising the canonical keys.
-func hasRetryAfter(h http.Header) bool {
-	return len(h["X-Amz-Retry-After"]) > 0 || len(h["Retry-After"]) > 0
-}
-
 // discard reads a little of resp's body, so that its connection can be
 // reused if the body is short, and closes it.
 func discard(resp *http.Response) {
