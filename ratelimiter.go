@@ -367,23 +367,34 @@ func (l *RateLimiter) Update(throttled bool) {
 	if !l.valid() {
 		return // the zero RateLimiter learns nothing and never paces
 	}
-	if end := l.fastUntil.Load(); end > 0 && !throttled && l.countFast(end) {
+	if !throttled && l.countSuccess() {
 		return
 	}
 	l.update(throttled)
 }
 
-// countFast counts a success without the lock if it falls within the open
-// window of the default algorithm before its first cut, which ends at end
-// (see fastUntil), and reports whether it did.
-func (l *RateLimiter) countFast(end int64) bool {
-	mask := l.fastMask.Load()
-	if (l.uncounted.Load()+1)&mask != 0 {
+// countSuccess counts a success without the lock if it falls within the
+// open window of the default algorithm before its first cut (see
+// fastUntil), and reports whether it did. Most calls, when successes come
+// fast, do not read the clock.
+func (l *RateLimiter) countSuccess() bool {
+	end := l.fastUntil.Load()
+	if end == 0 {
+		return false
+	}
+	if (l.uncounted.Load()+1)&l.fastMask.Load() != 0 {
 		l.uncounted.Add(1) // not this success's turn to read the clock
 		return true
 	}
+	return l.countReading(end)
+}
+
+// countReading is countSuccess for a success whose turn it is to read the
+// clock: it counts the success if the window, which ends at end, is still
+// open, and adapts the stride.
+func (l *RateLimiter) countReading(end int64) bool {
 	elapsed := int64(l.sinceStart())
-	l.stride(mask, elapsed)
+	l.stride(l.fastMask.Load(), elapsed)
 	if elapsed >= end {
 		return false
 	}

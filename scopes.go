@@ -61,8 +61,8 @@ func (st *scopeState) setQuiet() {
 
 // record records the success of a first attempt in st.
 func (st *scopeState) record() {
-	if st.limiter != nil {
-		st.limiter.Update(false)
+	if l := st.limiter; l != nil && !l.countSuccess() {
+		l.update(false)
 	}
 	if b := st.bucket; b != nil && !b.full.Load() {
 		_ = b.Release(b.cfg.initialTrySuccessIncrement)
