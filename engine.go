@@ -165,7 +165,7 @@ func (e *engine) admit(t *token) (time.Duration, error) {
 	case l.cfg.failFast:
 		return 0, err
 	}
-	now := l.cfg.clock.Now()
+	now := l.now()
 	if t.slotSince.IsZero() {
 		t.slotSince = now
 	}
@@ -188,9 +188,7 @@ func (e *engine) record(t *token) {
 	if st.limiter != nil {
 		st.limiter.Update(false)
 	}
-	if st.bucket != nil {
-		_ = st.bucket.Release(t.cost)
-	}
+	e.giveBack(t) // a retry's success returns what it took
 }
 
 // abandon gives back t, whose attempt will not be made because of reason;
