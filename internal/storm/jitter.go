@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -56,18 +54,18 @@ func (k JitterKind) String() string {
 // retry.DefaultDecorrelatedScale.
 const JitterScale = 2
 
+// exponentialJitter is the share of each delay that the exponential kinds
+// draw at random (retry.WithJitter).
+var exponentialJitter = map[JitterKind]float64{NoJitter: 0, FullJitter: retry.FullJitter, EqualJitter: retry.EqualJitter}
+
 // Backoff returns the kind's backoff with the initial delay base and the
 // cap maxDelay, drawing from random, which must return values in [0, 1).
 func (k JitterKind) Backoff(base, maxDelay time.Duration, random func() float64) (retry.Backoff, error) {
 	opts := []retry.BackoffOption{retry.WithInitialDelay(base), retry.WithMaxBackoff(maxDelay), retry.WithRandom(random)}
-	switch k {
-	case NoJitter:
-		return retry.NewExponentialBackoff(append(opts, retry.WithScaleFactor(JitterScale), retry.WithJitter(0))...)
-	case FullJitter:
-		return retry.NewExponentialBackoff(append(opts, retry.WithScaleFactor(JitterScale), retry.WithJitter(retry.FullJitter))...)
-	case EqualJitter:
-		return retry.NewExponentialBackoff(append(opts, retry.WithScaleFactor(JitterScale), retry.WithJitter(retry.EqualJitter))...)
-	case DecorrelatedJitter:
+	if jitter, ok := exponentialJitter[k]; ok {
+		return retry.NewExponentialBackoff(append(opts, retry.WithScaleFactor(JitterScale), retry.WithJitter(jitter))...)
+	}
+	if k == DecorrelatedJitter {
 		return retry.NewDecorrelatedJitter(opts...)
 	}
 	return nil, fmt.Errorf("storm: unknown jitter kind %d", int(k))
@@ -176,7 +174,7 @@ type jitterClient struct {
 // response arrives Latency later, when the client plans its retry.
 func runJitter(sc JitterScenario, k JitterKind, seed uint64) (JitterResult, error) {
 	var now time.Duration
-	clock := retry.ClockFunc(func() time.Time { return jitterOrigin.Add(now) })
+	clock := retry.ClockFunc(func() time.Time { return origin.Add(now) })
 	random := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc908^uint64(k)))
 	b, err := k.Backoff(sc.Base, sc.Cap, random.Float64)
 	if err != nil {
@@ -187,11 +185,10 @@ func runJitter(sc JitterScenario, k JitterKind, seed uint64) (JitterResult, erro
 	if err != nil {
 		return JitterResult{}, err
 	}
-	st := jitterStrategy{s}
 
 	clients := make([]jitterClient, sc.Clients)
 	for i := range clients {
-		if clients[i].token, err = st.first(); err != nil {
+		if clients[i].token, err = s.PlanInitialToken(""); err != nil {
 			return JitterResult{}, err
 		}
 	}
@@ -226,16 +223,16 @@ func runJitter(sc JitterScenario, k JitterKind, seed uint64) (JitterResult, erro
 		var failure error
 		switch {
 		case t < sc.HealAt:
-			failure = errJitterUnavailable
+			failure = errUnavailable
 		case served[w] >= sc.Capacity:
-			failure = errJitterThrottled
+			failure = errThrottled
 		default:
 			served[w]++
 		}
 
 		now = t + sc.Latency // the response arrives
 		if failure == nil {
-			if err := st.done(cl.token); err != nil {
+			if err := s.RecordSuccess(cl.token); err != nil {
 				return JitterResult{}, err
 			}
 			cl.done = true
@@ -243,7 +240,7 @@ func runJitter(sc JitterScenario, k JitterKind, seed uint64) (JitterResult, erro
 			completed = append(completed, now)
 			continue
 		}
-		tok, delay, err := st.retry(cl.token, failure)
+		tok, delay, err := s.PlanRetryToken(cl.token, failure)
 		if err != nil { // no retry left (ErrMaxAttemptsExceeded)
 			cl.done = true
 			res.Failed++
@@ -257,51 +254,8 @@ func runJitter(sc JitterScenario, k JitterKind, seed uint64) (JitterResult, erro
 	for _, n := range afterHeal {
 		res.PeakAfterHeal = max(res.PeakAfterHeal, n)
 	}
-	if len(completed) > 0 {
-		slices.Sort(completed)
-		res.P50, res.P99, res.Max = nearestRank(completed, 0.50), nearestRank(completed, 0.99), completed[len(completed)-1]
-	}
+	res.P50, res.P99, res.Max = percentile(completed, 0.50), percentile(completed, 0.99), percentile(completed, 1)
 	return res, nil
-}
-
-// nearestRank returns the nearest-rank q-quantile of sorted, which is not
-// empty.
-func nearestRank(sorted []time.Duration, q float64) time.Duration {
-	i := int(math.Ceil(q * float64(len(sorted))))
-	return sorted[min(max(i, 1), len(sorted))-1]
-}
-
-// jitterOrigin is the virtual time at which every jitter run starts.
-var jitterOrigin = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
-
-// jitterStatus is the server's error response, classified by
-// retry.Classify: 503 is a transient error, 429 a throttle.
-type jitterStatus int
-
-func (s jitterStatus) Error() string       { return fmt.Sprintf("HTTP %d", int(s)) }
-func (s jitterStatus) HTTPStatusCode() int { return int(s) }
-
-var (
-	errJitterUnavailable error = jitterStatus(503)
-	errJitterThrottled   error = jitterStatus(429)
-)
-
-// jitterStrategy is the simulation's only use of the token API: the
-// non-blocking form, which decides each retry's delay without waiting it.
-type jitterStrategy struct{ s *retry.Standard }
-
-func (j jitterStrategy) first() (retry.RetryToken, error) {
-	return j.s.PlanInitialToken("")
-}
-
-// retry returns the token for the next attempt and the delay to wait
-// before it, or the strategy's refusal.
-func (j jitterStrategy) retry(tok retry.RetryToken, failure error) (retry.RetryToken, time.Duration, error) {
-	return j.s.PlanRetryToken(tok, failure)
-}
-
-func (j jitterStrategy) done(tok retry.RetryToken) error {
-	return j.s.RecordSuccess(tok)
 }
 
 // WriteJitterTable writes results as a fixed-width table, with the
@@ -313,13 +267,9 @@ func WriteJitterTable(w io.Writer, sc JitterScenario, results []JitterResult) er
 	fmt.Fprintf(&b, "%-13s %4s %6s %8s %8s %8s %9s %10s %6s %10s\n",
 		"jitter", "ok", "failed", "p50", "p99", "max", "attempts", "per client", "peak", "peak heal")
 	for _, r := range results {
-		perClient := 0.0
-		if sc.Clients > 0 {
-			perClient = float64(r.Attempts) / float64(sc.Clients)
-		}
 		fmt.Fprintf(&b, "%-13s %4d %6d %8s %8s %8s %9d %10.2f %6d %10d\n",
 			r.Kind, r.Succeeded, r.Failed, jitterSeconds(r.P50), jitterSeconds(r.P99), jitterSeconds(r.Max),
-			r.Attempts, perClient, r.PeakLoad, r.PeakAfterHeal)
+			r.Attempts, ratio(r.Attempts, sc.Clients), r.PeakLoad, r.PeakAfterHeal)
 	}
 	fmt.Fprintf(&b, `
 ok/failed   clients that got an attempt served / that spent %d attempts

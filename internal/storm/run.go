@@ -101,7 +101,7 @@ const (
 // give the same Result.
 func Run(sc Scenario, mode Mode, seed uint64) (Result, error) {
 	bound := mode.maxSendWait(&sc)
-	return run(sc, mode.String(), func(clock retry.Clock, random func() float64) (Stepper, error) {
+	return RunStrategy(sc, mode.String(), func(clock retry.Clock, random func() float64) (Stepper, error) {
 		return mode.newStrategy(clock, random, bound)
 	}, seed)
 }
@@ -109,17 +109,6 @@ func Run(sc Scenario, mode Mode, seed uint64) (Result, error) {
 // A Builder builds a strategy that reads time from clock and draws its
 // backoff jitter from random.
 type Builder func(clock retry.Clock, random func() float64) (Stepper, error)
-
-// RunStrategy simulates the strategy that build returns in scenario, with
-// the given seed, and names the Result's mode name. Each client of the
-// scenario gets a strategy of its own from build. The same arguments give
-// the same Result, if build's strategy reads time and draws random numbers
-// only from the clock and random it is given. Attempts wait for send
-// slots as long as the strategy lets them (an Adaptive strategy's
-// WithMaxSendWait).
-func RunStrategy(sc Scenario, name string, build Builder, seed uint64) (Result, error) {
-	return run(sc, name, build, seed)
-}
 
 // Streams of the random generators of a run, so that each draws its own
 // numbers: worker i's think times come from stream i+1, whatever the mode.
@@ -129,7 +118,14 @@ const (
 	streamServer = 1 << 62
 )
 
-func run(sc Scenario, name string, build Builder, seed uint64) (Result, error) {
+// RunStrategy simulates the strategy that build returns in scenario, with
+// the given seed, and names the Result's mode name. Each client of the
+// scenario gets a strategy of its own from build. The same arguments give
+// the same Result, if build's strategy reads time and draws random numbers
+// only from the clock and random it is given. Attempts wait for send
+// slots as long as the strategy lets them (an Adaptive strategy's
+// WithMaxSendWait).
+func RunStrategy(sc Scenario, name string, build Builder, seed uint64) (Result, error) {
 	if err := sc.validate(); err != nil {
 		return Result{}, err
 	}

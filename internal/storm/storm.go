@@ -3,8 +3,9 @@
 // virtual time.
 //
 // The simulation is a discrete-event loop. The strategies under test are
-// the retry package's own, driven through their non-blocking API (the
-// calls are all in driver.go), on a Clock that the event loop advances.
+// the retry package's own, driven through their non-blocking API (for the
+// storm runs, the calls are in driver.go), on a Clock that the event loop
+// advances.
 // Nothing sleeps: five minutes of traffic take milliseconds. Every random
 // draw (think times, backoff jitter, network delays, load-independent
 // throttles) comes from generators seeded by the run's seed, so the same
@@ -120,13 +121,6 @@ func (m Mode) maxSendWait(sc *Scenario) time.Duration {
 		return MaxSendWait
 	}
 	return sc.MaxSendWait
-}
-
-// NewStrategy builds the mode's strategy, with its default bound on the
-// wait for a send slot. It reads time from clock and draws backoff jitter
-// from random, which must return values in [0, 1).
-func (m Mode) NewStrategy(clock retry.Clock, random func() float64) (Stepper, error) {
-	return m.newStrategy(clock, random, m.maxSendWait(&Scenario{}))
 }
 
 // newStrategy builds the mode's strategy with maxSendWait as the adaptive

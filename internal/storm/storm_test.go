@@ -305,7 +305,7 @@ func TestFleet(t *testing.T) {
 	var clocks []retry.Clock
 	build := func(clock retry.Clock, random func() float64) (Stepper, error) {
 		clocks = append(clocks, clock)
-		return Adaptive.NewStrategy(clock, random)
+		return Adaptive.newStrategy(clock, random, MaxSendWait)
 	}
 	r, err := RunStrategy(sc, "fleet", build, 1)
 	if err != nil {
