@@ -168,17 +168,9 @@ func (s *Strategy) RecordSuccess(rt retry.RetryToken) error {
 // GetRetryToken and RetryDelay. Its errors are the middleware's; it never
 // asks to wait before giving up.
 func (s *Strategy) PlanRetryToken(rt retry.RetryToken, attemptErr error) (retry.RetryToken, time.Duration, error) {
-	next, err := s.refresh(rt, attemptErr)
-	if err != nil {
-		return nil, 0, err
-	}
-	return next, next.Delay(), nil
-}
-
-func (s *Strategy) refresh(rt retry.RetryToken, attemptErr error) (retry.RetryToken, error) {
 	t, err := s.claim(rt)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	opErr := s.toSDK(attemptErr)
 	_ = t.releaseRetry(opErr)
@@ -186,20 +178,20 @@ func (s *Strategy) refresh(rt retry.RetryToken, attemptErr error) (retry.RetryTo
 		_ = t.releaseAttempt(opErr)
 	}
 	if !s.r.IsErrorRetryable(opErr) {
-		return nil, opErr
+		return nil, 0, opErr
 	}
 	if s.maxAttempts > 0 && t.attempt >= s.maxAttempts {
-		return nil, &awsretry.MaxAttemptsError{Attempt: t.attempt, Err: opErr}
+		return nil, 0, &awsretry.MaxAttemptsError{Attempt: t.attempt, Err: opErr}
 	}
 	release, err := s.r.GetRetryToken(context.Background(), opErr)
 	if err != nil {
-		return nil, errors.Join(opErr, err)
+		return nil, 0, errors.Join(opErr, err)
 	}
 	d, err := s.r.RetryDelay(t.attempt, opErr)
 	if err != nil {
-		return nil, err // the middleware drops release too
+		return nil, 0, err // the middleware drops release too
 	}
-	return &Token{owner: s, attempt: t.attempt + 1, delay: d, releaseRetry: release}, nil
+	return &Token{owner: s, attempt: t.attempt + 1, delay: d, releaseRetry: release}, d, nil
 }
 
 // The error responses the SDK would make of the simulated server's

@@ -195,8 +195,7 @@ func median(vs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// table formats the input as a markdown table, with the notes and a
-// legend below it. The "+" columns are a row's median over that of the
+// table formats the input as a markdown table, with the notes below it. The "+" columns are a row's median over that of the
 // "direct" row of the same benchmark, as a difference and as a ratio.
 func (in *input) table() string {
 	rows := summarize(in.results)
@@ -210,10 +209,7 @@ func (in *input) table() string {
 	b.WriteString("| case | library | instructions | + instr. | × direct | ns/op | + ns | × direct | B/op | allocs/op | runs |\n")
 	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
-		d, ok := direct[r.bench]
-		if !ok {
-			d = row{instr: -1, ns: -1}
-		}
+		d := direct[r.bench] // the zero row when missing: dashes
 		plusInstr, ratioInstr := compare(r.instr, d.instr, formatInstr)
 		plusNs, ratioNs := compare(r.ns, d.ns, formatNs)
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
@@ -230,7 +226,7 @@ func (in *input) table() string {
 }
 
 // compare returns v - base, formatted by f, and v / base, or dashes when
-// either is missing or v is the base itself.
+// either is missing.
 func compare(v, base float64, f func(float64) string) (plus, ratio string) {
 	if v < 0 || base <= 0 {
 		return "—", "—"
