@@ -115,9 +115,9 @@ type environment struct {
 // override goes away. Errors wrap ErrInvalidConfig and name where the bad
 // value came from: the variable (`AWS_MAX_ATTEMPTS = "three", want ...`),
 // or the file and line (`shared config /home/u/.aws/config:7: max_attempts
-// = "0", want ...`), as do malformed lines of the file. They quote at most
-// the first 48 bytes of a long value or line, followed by its length
-// (`"3\n4\n4..."... (100001 bytes)`). A bad option in opts is reported as
+// = "0", want ...`), as do malformed lines of the file. A value or line
+// longer than 64 bytes is quoted cut to its first 48, followed by its
+// length (`"3\n4\n4..."... (100001 bytes)`). A bad option in opts is reported as
 // NewStandard and NewAdaptive report it, and a nil option is an error.
 //
 // FromEnvironment reads the process environment with os.LookupEnv and the
@@ -290,15 +290,20 @@ func fileValueError(s sharedSetting, key, valid string) error {
 	return configError(fmt.Sprintf("shared config %s: %s", s.location(), key), quoteExcerpt(s.value), valid)
 }
 
-// excerptBytes is how much of a long value or line errors quote.
-const excerptBytes = 48
+// excerptBytes is how much of a long value or line errors quote; one at
+// most excerptSlack bytes longer is quoted whole, as cutting it would save
+// little.
+const (
+	excerptBytes = 48
+	excerptSlack = 16
+)
 
 // quoteExcerpt returns s quoted as strconv.Quote quotes it if it is short.
 // A longer s is cut, at a character boundary, to its first excerptBytes
 // bytes or less, quoted, and followed by "..." and its length in bytes,
 // so that an error message stays short whatever the value.
 func quoteExcerpt(s string) string {
-	if len(s) <= excerptBytes+16 {
+	if len(s) <= excerptBytes+excerptSlack {
 		return strconv.Quote(s)
 	}
 	cut := excerptBytes

@@ -281,6 +281,12 @@ func chainAs[T any](errs []error) (T, bool) {
 	return zero, false
 }
 
+// chainHas reports whether an error of errs is a T, as chainAs finds it.
+func chainHas[T any](errs []error) bool {
+	_, ok := chainAs[T](errs)
+	return ok
+}
+
 // as returns e as a T if it is one, or if it says it can be one with an As
 // method, as errors.As tells for each error of a chain.
 func as[T any](e error) (T, bool) {
@@ -430,12 +436,11 @@ func classifyNetwork(errs []error, c *Classification) {
 
 // certificateError reports whether errs holds a TLS certificate error.
 func certificateError(errs []error) bool {
-	_, unknownCA := chainAs[x509.UnknownAuthorityError](errs) // crypto/x509 returns it as a value
-	_, caPointer := chainAs[*x509.UnknownAuthorityError](errs)
-	_, invalid := chainAs[x509.CertificateInvalidError](errs)
-	_, hostname := chainAs[x509.HostnameError](errs)
-	_, verify := chainAs[*tls.CertificateVerificationError](errs)
-	return unknownCA || caPointer || invalid || hostname || verify
+	return chainHas[x509.UnknownAuthorityError](errs) || // crypto/x509 returns it as a value
+		chainHas[*x509.UnknownAuthorityError](errs) ||
+		chainHas[x509.CertificateInvalidError](errs) ||
+		chainHas[x509.HostnameError](errs) ||
+		chainHas[*tls.CertificateVerificationError](errs)
 }
 
 // connectionErrors are the errors of a failed connection that Classify

@@ -279,7 +279,7 @@ func Poll[T any](ctx context.Context, fn func(context.Context) (T, PollStatus, e
 		wait, base = cfg.step(base, status)
 		if cfg.jitter > 0 {
 			u := cfg.random()
-			if !(u >= 0 && u < 1) {
+			if !validDraw(u) {
 				return v, configError("WithPollRand", u, "a value in [0, 1)")
 			}
 			span := wait - cfg.minDelay

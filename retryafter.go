@@ -32,6 +32,12 @@ const retryAfterLimit = 24 * time.Hour
 // that, or overflowing [time.Duration]). Surrounding spaces and tabs are
 // ignored; if a field occurs more than once, only its first value counts.
 func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	return parseRetryAfter(h, func() time.Time { return now })
+}
+
+// parseRetryAfter is ParseRetryAfter, reading the time from now only for
+// an HTTP-date, the one form measured from it.
+func parseRetryAfter(h http.Header, now func() time.Time) (time.Duration, bool) {
 	if v := headerField(h, amzRetryAfterKey); v != "" {
 		if n, ok := parseRetryAfterInt(v, int64(retryAfterLimit/time.Millisecond)); ok {
 			return time.Duration(n) * time.Millisecond, true
@@ -48,7 +54,7 @@ func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	switch d := t.Sub(now); { // Sub saturates instead of overflowing
+	switch d := t.Sub(now()); { // Sub saturates instead of overflowing
 	case d <= 0:
 		return 0, true
 	case d > retryAfterLimit:
@@ -71,12 +77,6 @@ func headerField(h http.Header, key string) string {
 		return v[0]
 	}
 	return ""
-}
-
-// hasRetryAfter reports whether h has a field ParseRetryAfter reads, so
-// that a caller can skip reading the clock for a response without one.
-func hasRetryAfter(h http.Header) bool {
-	return headerField(h, amzRetryAfterKey) != "" || headerField(h, retryAfterKey) != ""
 }
 
 // parseRetryAfterInt parses s, less surrounding spaces and tabs, as a

@@ -214,10 +214,7 @@ func CheckStatus(resp *http.Response) error {
 	if resp.StatusCode < 400 {
 		return nil
 	}
-	var code string
-	if v := resp.Header["X-Amzn-Errortype"]; len(v) > 0 { // Get, without canonicalising a canonical key
-		code = v[0]
-	}
+	code := headerField(resp.Header, "X-Amzn-Errortype")
 	if i := strings.IndexByte(code, ':'); i >= 0 {
 		code = code[:i]
 	}
@@ -273,10 +270,8 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 		check = CheckStatus
 	}
 	if err := check(resp); err != nil {
-		if hasRetryAfter(resp.Header) {
-			if d, ok := ParseRetryAfter(resp.Header, rt.t.now()); ok && d > 0 {
-				err = WithRetryAfter(err, d)
-			}
+		if d, ok := parseRetryAfter(resp.Header, rt.t.now); ok && d > 0 {
+			err = WithRetryAfter(err, d)
 		}
 		if rt.replay {
 			release(resp)
