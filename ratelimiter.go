@@ -157,8 +157,10 @@ const (
 // # Waiting
 //
 // The token bucket's capacity is a whole number of tokens: the bucket holds
-// at most floor(Capacity) tokens (see RateLimiterStats). A cut empties the
-// bucket: what it held was earned at the rate just cut.
+// at most floor(Capacity) tokens (see RateLimiterStats). A cut of the
+// default algorithm empties the bucket: what it held was earned at the
+// rate just cut. A cut of the published algorithm lowers the bucket's
+// capacity to the new rate.
 //
 // A RateLimiter is safe for concurrent use by multiple goroutines; share one
 // between all the clients of a service. Create RateLimiters with
@@ -174,8 +176,10 @@ type RateLimiter struct {
 	// monotonic clock.
 	monotonic bool
 
-	// enabled is set, once, when the limiter starts pacing; Acquire reads
-	// it without the lock.
+	// enabled is set, once, when the limiter starts pacing: the published
+	// algorithm at its first throttle, the default one at its first cut,
+	// from which its rate follows the growth curve. Acquire reads it
+	// without the lock.
 	enabled atomic.Bool
 
 	// Until the default algorithm first cuts the rate, a success within the
@@ -218,7 +222,6 @@ type shareState struct {
 	fresh  int                       // how many of recent hold counts
 
 	accepted bool    // an attempt was accepted: throttles count from now on
-	cut      bool    // the rate was cut: it follows the curve
 	learned  float64 // the load-independent throttled share
 }
 
@@ -251,12 +254,11 @@ type RateLimiterStats struct {
 	// LastMaxRate is the rate the growth curve is centred on. Published
 	// algorithm: the send rate in use when the rate was last reduced.
 	// Default algorithm: the capacity estimate, the rate set by the last
-	// cut (or step up).
+	// cut.
 	LastMaxRate float64
 
 	// LastThrottle is when the growth curve last started: when the rate
-	// was last reduced (or, default algorithm, stepped up); the zero Time
-	// if it never was.
+	// was last reduced; the zero Time if it never was.
 	LastThrottle time.Time
 
 	// LearnedShare is the share of throttled attempts that the default
@@ -325,12 +327,12 @@ func (l *RateLimiter) Acquire() (time.Duration, error) {
 // valid reports whether l was made by NewRateLimiter.
 func (l *RateLimiter) valid() bool { return l != nil && l.cfg.clock != nil }
 
-// admitNow takes a send slot if one is free now, for Do's fast path, and
-// reports whether it did. Until the limiter paces every attempt has one.
-// The token bucket has a lock of its own: taking a token needs neither
-// the limiter's lock nor its rate.
+// admitNow takes a send slot if one is free now, for Do's fast path once
+// the limiter paces (until then every attempt has one, which Do checks
+// first), and reports whether it did. The token bucket has a lock of its
+// own: taking a token needs neither the limiter's lock nor its rate.
 func (l *RateLimiter) admitNow() bool {
-	return !l.enabled.Load() || l.bucket.AllowN(l.now(), 1)
+	return l.bucket.AllowN(l.now(), 1)
 }
 
 // acquire takes a send token. Without failFast it reserves the next slot
@@ -458,7 +460,7 @@ func (l *RateLimiter) update(throttled bool) {
 		l.share.open.attempts += n
 	}
 	l.updateDefault(now, throttled)
-	if s := &l.share; s.accepted && !s.cut {
+	if l.share.accepted && !l.enabled.Load() {
 		l.fastUntil.Store(int64((l.lastWindow + l.cfg.window.Seconds()) * float64(time.Second)))
 		l.fastRead.Store(int64(now.Sub(l.start)))
 	} else {
@@ -492,7 +494,7 @@ func (l *RateLimiter) updateDefault(now time.Time, throttled bool) {
 	if closed := l.measure(now); closed > 0 {
 		s.push(s.open)
 		s.open = windowCount{}
-		for range min(closed-1, learnWindows) {
+		for range closed - 1 { // measure caps closed at learnWindows+1
 			s.push(windowCount{}) // windows without attempts
 		}
 		l.decide(now)
@@ -579,7 +581,7 @@ func (l *RateLimiter) decide(now time.Time) {
 	p := s.learned
 	// Not limiting the client: it has not cut yet, or the client sends
 	// well below the allowed rate.
-	free := !s.cut || l.measured < limitingShare*l.fillRate
+	free := !l.enabled.Load() || l.measured < limitingShare*l.fillRate
 	if free {
 		// A small share is not congestion this client causes: learn it.
 		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
@@ -606,7 +608,6 @@ func (l *RateLimiter) decide(now time.Time) {
 // restart starts the growth curve at now from the rate r. l.mu must be
 // held.
 func (l *RateLimiter) restart(now time.Time, r float64) {
-	l.share.cut = true
 	l.lastMaxRate = r
 	l.lastThrottle = now
 	l.enabled.Store(true)
@@ -616,7 +617,7 @@ func (l *RateLimiter) restart(now time.Time, r float64) {
 // l.mu must be held.
 func (l *RateLimiter) defaultRate(now time.Time) float64 {
 	ceiling := maxRateFactor * l.measured
-	if !l.share.cut {
+	if !l.enabled.Load() { // not cut yet
 		return ceiling
 	}
 	t := now.Sub(l.lastThrottle).Seconds()

@@ -116,12 +116,6 @@ type scopeCache struct {
 // evictionWindow is how many scopes an eviction compares.
 const evictionWindow = 32
 
-// scopeEntry is a named scope, as snapshot reports it.
-type scopeEntry struct {
-	name  string
-	state *scopeState
-}
-
 func newScopeCache(limit int, newState func(name string) *scopeState) *scopeCache {
 	return &scopeCache{newState: newState, limit: limit}
 }
@@ -138,16 +132,12 @@ func (c *scopeCache) lookup(name string) (*scopeState, bool) {
 // snapshot returns the scopes the cache keeps, from the most to the least
 // recently used (to the precision of an epoch: of scopes last used in the
 // same one, the last created first).
-func (c *scopeCache) snapshot() []scopeEntry {
+func (c *scopeCache) snapshot() []*scopeState {
 	c.mu.Lock()
 	all := slices.Clone(c.ring)
 	c.mu.Unlock()
 	slices.SortFunc(all, func(a, b *scopeState) int { return compareUse(b, a) })
-	entries := make([]scopeEntry, len(all))
-	for i, st := range all {
-		entries[i] = scopeEntry{name: st.name, state: st}
-	}
-	return entries
+	return all
 }
 
 // get returns the state of the named scope, creating it if needed, and

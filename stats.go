@@ -20,8 +20,9 @@ type ScopeStats struct {
 // Stats returns a snapshot of the state s keeps for scope, and false if it
 // keeps none: a named scope that was never used, or was forgotten as the
 // least recently used (see WithMaxScopes). The default scope "" always
-// has state. When every scope shares the default state (WithRetryQuota),
-// any scope reports it. Stats does not count as a use of the scope.
+// has state. When every scope shares the default state (a Standard with
+// WithRetryQuota or WithoutRetryQuota; an Adaptive with that and
+// WithRateLimiter), any scope reports it. Stats does not count as a use of the scope.
 func (s *Standard) Stats(scope string) (ScopeStats, bool) { return s.engine().stats(scope) }
 
 // AllStats returns a snapshot of every scope s keeps state for: the
@@ -57,8 +58,8 @@ func (e *engine) allStats() []ScopeStats {
 	}
 	all := []ScopeStats{e.def.stats("")}
 	if e.scopes != nil {
-		for _, sc := range e.scopes.snapshot() {
-			all = append(all, sc.state.stats(sc.name))
+		for _, st := range e.scopes.snapshot() {
+			all = append(all, st.stats(st.name))
 		}
 	}
 	return all

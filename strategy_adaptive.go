@@ -115,7 +115,7 @@ func NewAdaptive(opts ...AdaptiveOption) (*Adaptive, error) {
 
 // WithRateLimiter makes every scope of the strategy take its send slots
 // from l, which other strategies talking to the same resource may share.
-// Valid: non-nil; not with rate limiter options.
+// Valid: a limiter made by NewRateLimiter; not with rate limiter options.
 func WithRateLimiter(l *RateLimiter) AdaptiveOption {
 	return adaptiveOption(func(c *adaptiveConfig) { c.shared, c.sharedSet = l, true })
 }

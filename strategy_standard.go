@@ -306,8 +306,8 @@ func WithThrottleBackoff(b Backoff) StandardOption {
 }
 
 // WithRetryQuota makes every scope of the strategy pay for retries from q,
-// which other strategies may share. Valid: non-nil; not with
-// WithoutRetryQuota or token bucket options.
+// which other strategies may share. Valid: a bucket made by
+// NewTokenBucket; not with WithoutRetryQuota or token bucket options.
 func WithRetryQuota(q *TokenBucket) StandardOption {
 	return standardOption(func(c *standardConfig) { c.quota, c.quotaSet = q, true })
 }

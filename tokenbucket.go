@@ -296,7 +296,7 @@ func (b *TokenBucket) refillNow() {
 	}
 	elapsed := now.Sub(b.last).Seconds()
 	b.last = now
-	if b.cfg.refillRate > 0 && !b.full.Load() {
+	if !b.full.Load() { // refill calls this only for a rate above 0
 		b.put(elapsed * b.cfg.refillRate)
 	}
 }
