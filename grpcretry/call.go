@@ -19,7 +19,7 @@ import (
 // record). The strategy does every wait.
 type call struct {
 	ctx      context.Context
-	s        retry.RetryStrategy // nil: retries disabled, and the interceptor calls gRPC directly
+	s        retry.RetryStrategy
 	classify retry.Classifier
 	tok      retry.RetryToken
 	tokErr   error // the strategy refused the initial token: one attempt, no retries
@@ -27,8 +27,9 @@ type call struct {
 }
 
 // start returns the call of one RPC, after the strategy has admitted its
-// first attempt. Its error, returned to the caller as is, means no attempt
-// may be made.
+// first attempt, or nil if retries are disabled: the interceptor then
+// calls gRPC directly. Its error, returned to the caller as is, means no
+// attempt may be made.
 func (cfg *config) start(ctx context.Context, method string, cc *grpc.ClientConn) (*call, error) {
 	switch {
 	case cfg.err != nil:
@@ -36,16 +37,14 @@ func (cfg *config) start(ctx context.Context, method string, cc *grpc.ClientConn
 	case ctx == nil:
 		return nil, newCallError(ctx, 0, nil, configError("interceptor", "a nil context.Context", "a non-nil Context"))
 	case cfg.disabled:
-		return &call{ctx: ctx}, nil
-	case callerDone(ctx) != nil:
-		return nil, newCallError(ctx, 0, nil, callerDone(ctx))
+		return nil, nil
+	}
+	if done := callerDone(ctx); done != nil {
+		return nil, newCallError(ctx, 0, nil, done)
 	}
 	c := &call{ctx: ctx, s: cfg.strategy, classify: cfg.classifier}
 	if c.s == nil {
 		c.s = retry.StrategyFromContext(ctx)
-	}
-	if c.classify == nil {
-		c.classify = Classify
 	}
 	tok, err := c.s.AcquireInitialToken(ctx, cfg.scopeOf(ctx, method, cc))
 	if err == nil && tok == nil {
@@ -71,11 +70,11 @@ func noAttempt(ctx context.Context, err error) bool {
 // attempt may be made, or the error to give the caller.
 func (c *call) failed(err error, trailer metadata.MD) error {
 	c.attempts++
-	switch {
-	case callerDone(c.ctx) != nil:
+	if done := callerDone(c.ctx); done != nil {
 		// The caller's deadline or cancellation: never retried.
-		return newCallError(c.ctx, c.attempts, err, callerDone(c.ctx))
-	case c.tokErr != nil:
+		return newCallError(c.ctx, c.attempts, err, done)
+	}
+	if c.tokErr != nil {
 		return newCallError(c.ctx, c.attempts, err, c.tokErr)
 	}
 	marked := &classified{err: err, c: withPushback(c.classify(err), trailer)}
@@ -139,9 +138,13 @@ func (e *callError) GRPCStatus() *status.Status { return e.st }
 // reason.
 func newCallError(ctx context.Context, attempts int, err, reason error) error {
 	e := &callError{err: &retry.Error{Attempts: attempts, Err: err, Reason: reason}}
+	var done error
+	if ctx != nil {
+		done = callerDone(ctx)
+	}
 	switch {
-	case ctx != nil && callerDone(ctx) != nil:
-		e.st = status.FromContextError(callerDone(ctx))
+	case done != nil:
+		e.st = status.FromContextError(done)
 	case err != nil:
 		e.st = status.Convert(err)
 	case errors.Is(reason, retry.ErrRateLimited):

@@ -76,7 +76,7 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		switch {
 		case err != nil:
 			return err
-		case c.s == nil:
+		case c == nil: // retries disabled
 			return invoker(ctx, method, req, reply, cc, callOpts...)
 		}
 		var trailer metadata.MD

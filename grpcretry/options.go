@@ -93,11 +93,11 @@ func Disable() Option {
 
 // config is the interceptors' configuration for one call.
 type config struct {
-	strategy   retry.RetryStrategy // nil: DefaultStrategy
+	strategy   retry.RetryStrategy // nil: retry.StrategyFromContext
 	scope      ScopeFunc           // nil: the connection's target
 	fixedScope string              // when scope is nil and scopeSet
 	scopeSet   bool
-	classifier retry.Classifier // nil: Classify
+	classifier retry.Classifier
 	disabled   bool
 	err        error // the first bad option
 }
@@ -142,7 +142,7 @@ func configError(option string, got any, valid string) error {
 
 // newConfig returns the interceptor's configuration.
 func newConfig(opts []Option) config {
-	var cfg config
+	cfg := config{classifier: Classify}
 	for _, o := range opts {
 		cfg.apply(o)
 	}

@@ -40,7 +40,7 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 		switch {
 		case err != nil:
 			return nil, err
-		case c.s == nil:
+		case c == nil: // retries disabled
 			return streamer(ctx, desc, cc, method, callOpts...)
 		}
 		open := func() (grpc.ClientStream, error) {

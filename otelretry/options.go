@@ -53,5 +53,5 @@ func WithAttributes(kvs ...attribute.KeyValue) Option {
 // configError reports a bad value for the named option, as package retry
 // does.
 func configError(option string, got any, valid string) error {
-	return fmt.Errorf("%w: otelretry: %s = %v, want %s", retry.ErrInvalidConfig, option, got, valid)
+	return fmt.Errorf("%w: otelretry.%s = %v, want %s", retry.ErrInvalidConfig, option, got, valid)
 }

@@ -47,7 +47,7 @@ type Metrics struct {
 
 	// sets caches the attributes of measurements, by attrKey, so that the
 	// hook does not build them anew for every event; at most maxSets.
-	sets  sync.Map // attrKey → measurement
+	sets  sync.Map // attrKey → *measurement
 	nsets atomic.Int64
 }
 
