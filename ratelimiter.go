@@ -273,20 +273,12 @@ type RateLimiterStats struct {
 // waits rather than failing fast. A bad option value is an error wrapping
 // ErrInvalidConfig.
 func NewRateLimiter(opts ...RateLimiterOption) (*RateLimiter, error) {
-	if err := checkOptions(opts); err != nil {
-		return nil, err
+	cfg, err := configure(opts, limiterDefaults, RateLimiterOption.applyLimiter,
+		func(c *limiterConfig) bool { return c.published })
+	if err == nil {
+		err = cfg.validate()
 	}
-	cfg := limiterDefaults(false)
-	for _, o := range opts {
-		o.applyLimiter(&cfg)
-	}
-	if cfg.published {
-		cfg = limiterDefaults(true)
-		for _, o := range opts {
-			o.applyLimiter(&cfg)
-		}
-	}
-	if err := cfg.validate(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return newRateLimiter(cfg), nil

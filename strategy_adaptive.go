@@ -56,16 +56,16 @@ type adaptiveConfig struct {
 	maxSendWait    time.Duration
 }
 
-func adaptiveDefaults(p Profile) adaptiveConfig {
-	return adaptiveConfig{standardConfig: profileConfig(p), limiter: limiterDefaults(false), maxSendWait: DefaultMaxSendWait}
+// adaptiveKey selects an Adaptive's defaults: its profile's, and the
+// published algorithm's limiter defaults if WithPublishedCUBIC is given.
+type adaptiveKey struct {
+	profile   Profile
+	published bool
 }
 
-// publishedDefaults is adaptiveDefaults with the published algorithm's
-// limiter defaults, which WithPublishedCUBIC selects.
-func publishedDefaults(p Profile) adaptiveConfig {
-	c := adaptiveDefaults(p)
-	c.limiter = limiterDefaults(true)
-	return c
+// adaptiveDefaults returns the defaults k selects.
+func adaptiveDefaults(k adaptiveKey) adaptiveConfig {
+	return adaptiveConfig{standardConfig: profileConfig(k.profile), limiter: limiterDefaults(k.published), maxSendWait: DefaultMaxSendWait}
 }
 
 func (c *adaptiveConfig) validate() error {
@@ -89,17 +89,12 @@ func (c *adaptiveConfig) validate() error {
 // WithMaxSendWait. A bad option value is an error wrapping
 // ErrInvalidConfig that names the option and its valid range.
 func NewAdaptive(opts ...AdaptiveOption) (*Adaptive, error) {
-	if err := checkOptions(opts); err != nil {
-		return nil, err
+	cfg, err := configure(opts, adaptiveDefaults, AdaptiveOption.applyAdaptive,
+		func(c *adaptiveConfig) adaptiveKey { return adaptiveKey{c.profile, c.limiter.published} })
+	if err == nil {
+		err = cfg.validate()
 	}
-	profile := func(c *adaptiveConfig) Profile { return c.profile }
-	cfg := configure(opts, adaptiveDefaults, AdaptiveOption.applyAdaptive, profile)
-	if cfg.limiter.published {
-		// Options only set fields: apply them again over the published
-		// algorithm's defaults, so they override its constants.
-		cfg = configure(opts, publishedDefaults, AdaptiveOption.applyAdaptive, profile)
-	}
-	if err := cfg.validate(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	newLimiter := func() *RateLimiter { return newRateLimiter(cfg.limiter) }

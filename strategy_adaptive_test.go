@@ -42,6 +42,24 @@ func TestAdaptiveTakesEveryStandardOption(t *testing.T) {
 	assert.Same(t, q, a.RetryQuota())
 }
 
+// A profile and WithPublishedCUBIC each select defaults, and every other
+// option overrides both, whatever the order.
+func TestAdaptiveProfileAndPublishedOptionOrder(t *testing.T) {
+	opts := []retry.AdaptiveOption{retry.WithProfile(retry.ProfileLegacy), retry.WithPublishedCUBIC(), retry.WithBeta(0.6)}
+	for _, order := range [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		clock := newManualClock()
+		a, err := retry.NewAdaptive(opts[order[0]], opts[order[1]], opts[order[2]], retry.WithClock(clock))
+		require.NoError(t, err)
+		assert.Nil(t, a.RetryQuota(), "%v: the legacy profile has no retry quota", order)
+		l := a.RateLimiter()
+		warmUp(l, clock)
+		l.Update(true)
+		s := l.Stats()
+		assert.InDelta(t, 0.6*s.LastMaxRate, s.FillRate, 1e-12, "%v: one throttle cuts the rate to WithBeta's 0.6 of it", order)
+		assert.Zero(t, s.LearnedShare, "%v: the published algorithm learns no share", order)
+	}
+}
+
 func TestAdaptiveDoesNotDelayBeforeThrottling(t *testing.T) {
 	a, err := retry.NewAdaptive(retry.WithClock(newManualClock()))
 	require.NoError(t, err)

@@ -66,21 +66,28 @@ func defaultStandardConfig() standardConfig {
 	}
 }
 
-// configure applies opts to the defaults of the profile they select.
-// Options only set fields, so they can be applied twice: once to find the
-// profile, once over its defaults.
-func configure[C, O any](opts []O, defaults func(Profile) C, apply func(O, *C), profile func(*C) Profile) C {
-	cfg := defaults(ProfileStandard)
+// configure applies opts to the defaults they select, or reports a nil
+// option. The defaults depend on a key some options set (a profile, an
+// algorithm), and options only set fields, so they can be applied twice:
+// once over the zero key's defaults, to find the key, and once more over
+// that key's defaults if it is another.
+func configure[C, O any, K comparable](opts []O, defaults func(K) C, apply func(O, *C), key func(*C) K) (C, error) {
+	if err := checkOptions(opts); err != nil {
+		var zero C
+		return zero, err
+	}
+	var k K
+	cfg := defaults(k)
 	for _, o := range opts {
 		apply(o, &cfg)
 	}
-	if p := profile(&cfg); p != ProfileStandard {
-		cfg = defaults(p)
+	if k2 := key(&cfg); k2 != k {
+		cfg = defaults(k2)
 		for _, o := range opts {
 			apply(o, &cfg)
 		}
 	}
-	return cfg
+	return cfg, nil
 }
 
 func (c *standardConfig) validate() error {
@@ -177,11 +184,11 @@ func (c *standardConfig) initEngine(e *engine, newLimiter func() *RateLimiter, p
 // changed by opts. A bad option value is an error wrapping ErrInvalidConfig
 // that names the option and its valid range.
 func NewStandard(opts ...StandardOption) (*Standard, error) {
-	if err := checkOptions(opts); err != nil {
-		return nil, err
+	cfg, err := configure(opts, profileConfig, StandardOption.applyStandard, func(c *standardConfig) Profile { return c.profile })
+	if err == nil {
+		err = cfg.validate()
 	}
-	cfg := configure(opts, profileConfig, StandardOption.applyStandard, func(c *standardConfig) Profile { return c.profile })
-	if err := cfg.validate(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	s := new(Standard)
