@@ -274,10 +274,7 @@ type RateLimiterStats struct {
 // ErrInvalidConfig.
 func NewRateLimiter(opts ...RateLimiterOption) (*RateLimiter, error) {
 	cfg, err := configure(opts, limiterDefaults, RateLimiterOption.applyLimiter,
-		func(c *limiterConfig) bool { return c.published })
-	if err == nil {
-		err = cfg.validate()
-	}
+		func(c *limiterConfig) bool { return c.published }, (*limiterConfig).validate)
 	if err != nil {
 		return nil, err
 	}

@@ -90,10 +90,7 @@ func (c *adaptiveConfig) validate() error {
 // ErrInvalidConfig that names the option and its valid range.
 func NewAdaptive(opts ...AdaptiveOption) (*Adaptive, error) {
 	cfg, err := configure(opts, adaptiveDefaults, AdaptiveOption.applyAdaptive,
-		func(c *adaptiveConfig) adaptiveKey { return adaptiveKey{c.profile, c.limiter.published} })
-	if err == nil {
-		err = cfg.validate()
-	}
+		func(c *adaptiveConfig) adaptiveKey { return adaptiveKey{c.profile, c.limiter.published} }, (*adaptiveConfig).validate)
 	if err != nil {
 		return nil, err
 	}

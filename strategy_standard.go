@@ -66,18 +66,17 @@ func defaultStandardConfig() standardConfig {
 	}
 }
 
-// configure applies opts to the defaults they select, or reports a nil
-// option. The defaults depend on a key some options set (a profile, an
-// algorithm), and options only set fields, so they can be applied twice:
-// once over the zero key's defaults, to find the key, and once more over
-// that key's defaults if it is another.
-func configure[C, O any, K comparable](opts []O, defaults func(K) C, apply func(O, *C), key func(*C) K) (C, error) {
-	if err := checkOptions(opts); err != nil {
-		var zero C
-		return zero, err
-	}
+// configure applies opts to the defaults they select and validates the
+// result, or reports a nil option. The defaults depend on a key some
+// options set (a profile, an algorithm), and options only set fields, so
+// they can be applied twice: once over the zero key's defaults, to find
+// the key, and once more over that key's defaults if it is another.
+func configure[C, O any, K comparable](opts []O, defaults func(K) C, apply func(O, *C), key func(*C) K, validate func(*C) error) (C, error) {
 	var k K
 	cfg := defaults(k)
+	if err := checkOptions(opts); err != nil {
+		return cfg, err
+	}
 	for _, o := range opts {
 		apply(o, &cfg)
 	}
@@ -87,7 +86,7 @@ func configure[C, O any, K comparable](opts []O, defaults func(K) C, apply func(
 			apply(o, &cfg)
 		}
 	}
-	return cfg, nil
+	return cfg, validate(&cfg)
 }
 
 func (c *standardConfig) validate() error {
@@ -184,10 +183,8 @@ func (c *standardConfig) initEngine(e *engine, newLimiter func() *RateLimiter, p
 // changed by opts. A bad option value is an error wrapping ErrInvalidConfig
 // that names the option and its valid range.
 func NewStandard(opts ...StandardOption) (*Standard, error) {
-	cfg, err := configure(opts, profileConfig, StandardOption.applyStandard, func(c *standardConfig) Profile { return c.profile })
-	if err == nil {
-		err = cfg.validate()
-	}
+	cfg, err := configure(opts, profileConfig, StandardOption.applyStandard,
+		func(c *standardConfig) Profile { return c.profile }, (*standardConfig).validate)
 	if err != nil {
 		return nil, err
 	}
