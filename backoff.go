@@ -37,6 +37,7 @@ const DefaultDecorrelatedScale = 3.0
 // one Backoff can serve any number of concurrent calls. Implementations must
 // be safe for concurrent use. A negative delay is treated as zero.
 type Backoff interface {
+	// Delay returns the delay before retry n, n >= 1.
 	Delay(n int) time.Duration
 }
 

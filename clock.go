@@ -19,6 +19,7 @@ import (
 // loop on virtual time drives it with the non-blocking Plan methods
 // instead (see Standard.PlanInitialToken).
 type Clock interface {
+	// Now returns the current time.
 	Now() time.Time
 }
 

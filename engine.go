@@ -264,7 +264,7 @@ func (e *engine) await(ctx context.Context, t *token, lastErr error) error {
 		if d <= 0 {
 			return nil
 		}
-		t.delay += d
+		t.delay = satAdd(t.delay, d)
 	}
 }
 
@@ -313,9 +313,19 @@ func (e *engine) valid() bool { return e != nil && e.classify != nil }
 
 var errZeroStrategy = configError("strategy", "a nil or zero *Standard or *Adaptive", "one made by NewStandard or NewAdaptive")
 
+// The errors of a nil context, and of a nil error to refresh a token with.
+// Both leave the token unused.
+var (
+	errNilContext = configError("ctx", "nil", "a non-nil context.Context (context.Background() if none)")
+	errNilFailure = configError("err", "nil", "the error the attempt failed with (RecordSuccess reports a success)")
+)
+
 func (e *engine) acquireInitialToken(ctx context.Context, scope string) (RetryToken, error) {
-	if !e.valid() {
+	switch {
+	case !e.valid():
 		return nil, errZeroStrategy
+	case ctx == nil:
+		return nil, errNilContext
 	}
 	t := new(token)
 	if err := e.acquireWait(ctx, scope, t); err != nil {
@@ -325,8 +335,13 @@ func (e *engine) acquireInitialToken(ctx context.Context, scope string) (RetryTo
 }
 
 func (e *engine) refreshRetryToken(ctx context.Context, rt RetryToken, err error) (RetryToken, error) {
-	if !e.valid() {
+	switch {
+	case !e.valid():
 		return nil, errZeroStrategy
+	case ctx == nil:
+		return nil, errNilContext
+	case err == nil:
+		return nil, errNilFailure
 	}
 	t, cerr := e.successor(rt)
 	if cerr != nil {
@@ -362,8 +377,11 @@ func (e *engine) planInitialToken(scope string) (RetryToken, error) {
 }
 
 func (e *engine) planRetryToken(rt RetryToken, err error) (RetryToken, time.Duration, error) {
-	if !e.valid() {
+	switch {
+	case !e.valid():
 		return nil, 0, errZeroStrategy
+	case err == nil:
+		return nil, 0, errNilFailure
 	}
 	t, cerr := e.successor(rt)
 	if cerr != nil {

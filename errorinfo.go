@@ -85,6 +85,8 @@ type RetryInfo interface {
 // ErrorInfo is implemented by errors that know whose fault they are.
 // Classify finds it anywhere in an error's chain.
 type ErrorInfo interface {
+	// Fault says who caused the error (see Classify for what each
+	// fault means for a retry).
 	Fault() Fault
 }
 

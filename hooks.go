@@ -44,8 +44,8 @@ func (k EventKind) String() string {
 // call whose initial token was refused, as by a retry quota that charges
 // first attempts, makes its one attempt without a token, unreported.)
 type Event struct {
-	Kind  EventKind
-	Scope string // the scope of the call
+	Kind  EventKind // what happened
+	Scope string    // the scope of the call
 	// Attempt is the number of the attempt the event is about, from 1: for
 	// EventAttempt and EventRetry the one about to be made, for
 	// EventSuccess and EventGiveUp the last one made.

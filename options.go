@@ -1,6 +1,9 @@
 package retry
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // The option types form a small hierarchy so that one option value can be
 // passed to every constructor it makes sense for:
@@ -55,7 +58,7 @@ type ClockOption interface {
 // WithClock makes the constructed value read time from c instead of the
 // system clock. Given to a strategy, it also applies to the buckets and
 // limiters that strategy creates (not to ones passed in to be shared).
-// A nil Clock is an error.
+// A nil Clock, or one holding a nil pointer or function, is an error.
 func WithClock(c Clock) ClockOption { return clockOption{c} }
 
 type clockOption struct{ c Clock }
@@ -99,6 +102,29 @@ func (f limiterOption) applyLimiter(c *limiterConfig) { f(c) }
 func (f limiterOption) applyAdaptive(c *adaptiveConfig) {
 	f(&c.limiter)
 	c.limiterOptions = true
+}
+
+// isNil reports whether v is nil or holds a nil pointer, function, map or
+// channel: an option value that would fail, or panic, at its first use, as
+// a ClockFunc(nil) or the nil *ExponentialBackoff of a failed constructor
+// would. Constructors check it once; no call path does.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// nilValue describes v, which isNil reports as nil, for an error message.
+func nilValue(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("a nil %T", v)
 }
 
 // checkOptions reports a nil option, which would otherwise panic when

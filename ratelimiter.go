@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -627,10 +628,14 @@ func (l *RateLimiter) setRate(now time.Time, newRate float64) {
 		l.bucket.SetLimitAt(now, rate.Limit(fillRate))
 	}
 	l.capacity = capacity
-	// The bucket holds whole tokens. (Float-to-int conversion of an
-	// out-of-range value is not defined in Go.)
-	l.setBurst(now, int(min(capacity, math.MaxInt32)))
+	// The bucket holds whole tokens, at most maxBurst: a rate above
+	// 2^31-1 attempts a second is never reached. (Float-to-int conversion
+	// of an out-of-range value is not defined in Go.)
+	l.setBurst(now, int(min(capacity, maxBurst)))
 }
+
+// maxBurst is the most tokens the send-token bucket holds.
+const maxBurst = math.MaxInt32
 
 // setBurst sets the bucket's burst, if it changes. l.mu must be held.
 func (l *RateLimiter) setBurst(now time.Time, burst int) {
@@ -718,8 +723,8 @@ func limiterDefaults(published bool) limiterConfig {
 // validate reports the first bad value in c.
 func (c *limiterConfig) validate() error {
 	switch {
-	case c.clock == nil:
-		return configError("WithClock", c.clock, "a non-nil Clock")
+	case isNil(c.clock):
+		return configError("WithClock", nilValue(c.clock), "a non-nil Clock")
 	case !(c.beta > 0 && c.beta < 1):
 		return configError("WithBeta", c.beta, "in (0, 1)")
 	case !(c.scaleConstant > 0 && c.scaleConstant <= math.MaxFloat64):
@@ -728,8 +733,8 @@ func (c *limiterConfig) validate() error {
 		return configError("WithSmoothing", c.smoothing, "in (0, 1]")
 	case !(c.minFillRate > 0 && c.minFillRate <= math.MaxFloat64):
 		return configError("WithMinFillRate", c.minFillRate, "finite and > 0")
-	case c.minCapacity < 1:
-		return configError("WithMinCapacity", c.minCapacity, "1 or more")
+	case c.minCapacity < 1 || c.minCapacity > maxBurst:
+		return configError("WithMinCapacity", c.minCapacity, fmt.Sprintf("a number from 1 to %d", maxBurst))
 	case c.window <= 0:
 		return configError("WithMeasurementWindow", c.window, "> 0")
 	case c.reductionCooldown < 0:
@@ -788,9 +793,10 @@ func WithMinFillRate(perSecond float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.minFillRate = perSecond })
 }
 
-// WithMinCapacity sets the least number of send tokens the bucket holds, 1 or
-// more: the number of attempts that may be sent at once even at the lowest
-// rate. The default is DefaultMinCapacity (1), the published value.
+// WithMinCapacity sets the least number of send tokens the bucket holds:
+// the number of attempts that may be sent at once even at the lowest rate.
+// The default is DefaultMinCapacity (1), the published value. Valid: 1 to
+// 2^31-1, the most tokens the bucket holds.
 func WithMinCapacity(tokens int) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.minCapacity = tokens })
 }

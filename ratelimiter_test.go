@@ -49,6 +49,8 @@ func TestNewRateLimiterInvalidOptions(t *testing.T) {
 		{retry.WithMinFillRate(math.NaN()), "WithMinFillRate"},
 		{retry.WithMinCapacity(0), "WithMinCapacity"},
 		{retry.WithMinCapacity(-1), "WithMinCapacity"},
+		{retry.WithMinCapacity(math.MaxInt32 + 1), "WithMinCapacity = 2147483648, want a number from 1 to 2147483647"},
+		{retry.WithClock(retry.ClockFunc(nil)), "WithClock = a nil retry.ClockFunc"},
 		{retry.WithMeasurementWindow(0), "WithMeasurementWindow"},
 		{retry.WithMeasurementWindow(-time.Second), "WithMeasurementWindow"},
 		{retry.WithReductionCooldown(-time.Nanosecond), "WithReductionCooldown"},

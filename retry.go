@@ -83,6 +83,8 @@ type Error struct {
 // Error describes the reason, the number of attempts and the last error.
 func (e *Error) Error() string {
 	switch {
+	case e == nil:
+		return "retry: <nil *Error>"
 	case e.Err == nil:
 		return fmt.Sprintf("%v (no attempt made)", e.Reason)
 	case e.Attempts == 1:
@@ -93,7 +95,10 @@ func (e *Error) Error() string {
 
 // Unwrap returns the reason and the last attempt's error.
 func (e *Error) Unwrap() []error {
-	if e.Err == nil {
+	switch {
+	case e == nil:
+		return nil
+	case e.Err == nil:
 		return []error{e.Reason}
 	}
 	return []error{e.Reason, e.Err}

@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -328,4 +329,43 @@ func TestAdaptiveStress(t *testing.T) {
 			})
 		})
 	}
+}
+
+// stealingClock is a Sleeper whose waits end at once, by advancing the
+// clock; the first wait ends with another client of the shared limiter
+// taking the send slot the waiter was waiting for.
+type stealingClock struct {
+	*manualClock
+	l     *retry.RateLimiter
+	steal bool
+}
+
+func (c *stealingClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.Advance(d)
+	if c.steal {
+		c.steal = false
+		_, _ = c.l.Acquire()
+	}
+	return ctx.Err()
+}
+
+// A retry's delay adds the wait for a send slot to the backoff: the sum
+// saturates instead of wrapping around to a negative delay, whatever the
+// hint and the send wait allow.
+func TestAdaptiveDelaySaturates(t *testing.T) {
+	clock := &stealingClock{manualClock: newManualClock()}
+	l, err := retry.NewRateLimiter(retry.WithClock(clock), retry.WithPublishedCUBIC())
+	require.NoError(t, err)
+	clock.l = l
+	a, err := retry.NewAdaptive(retry.WithClock(clock), retry.WithRateLimiter(l),
+		retry.WithMaxSendWait(math.MaxInt64), retry.WithoutRetryQuota())
+	require.NoError(t, err)
+	ctx := context.Background()
+	tok, err := a.AcquireInitialToken(ctx, "")
+	require.NoError(t, err)
+	clock.steal = true
+	hint := time.Duration(math.MaxInt64 - int64(time.Second))
+	tok, err = a.RefreshRetryToken(ctx, tok, retry.WithRetryAfter(errThrottled, hint))
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(math.MaxInt64), tok.Delay())
 }

@@ -34,17 +34,18 @@ var _ RetryStrategy = (*Standard)(nil)
 // standardConfig is the configuration of Standard, and the shared part of
 // Adaptive's.
 type standardConfig struct {
-	clock           Clock
-	maxAttempts     int
-	backoff         Backoff
-	throttleBackoff Backoff // nil: same as backoff
-	classifier      Classifier
-	maxScopes       int
-	profile         Profile
-	retryAfterLimit time.Duration // 0: no limit
-	longPolling     bool
-	hooks           []Hook
-	nilHook         bool // WithHook(nil) was given
+	clock              Clock
+	maxAttempts        int
+	backoff            Backoff
+	throttleBackoff    Backoff // nil: same as backoff
+	classifier         Classifier
+	maxScopes          int
+	profile            Profile
+	retryAfterLimit    time.Duration // 0: no limit
+	longPolling        bool
+	hooks              []Hook
+	nilHook            bool // WithHook(nil) was given
+	nilThrottleBackoff bool // WithThrottleBackoff(nil) was given
 
 	quota         *TokenBucket // shared by every scope
 	quotaSet      bool         // WithRetryQuota was given
@@ -93,12 +94,14 @@ func (c *standardConfig) validate() error {
 	switch {
 	case c.maxAttempts < 1:
 		return configError("WithMaxAttempts", c.maxAttempts, "1 or more (1 means no retries)")
-	case c.backoff == nil:
-		return configError("WithBackoff", "nil", "a non-nil Backoff")
+	case isNil(c.backoff):
+		return configError("WithBackoff", nilValue(c.backoff), "a non-nil Backoff (NoBackoff for none)")
+	case c.nilThrottleBackoff || c.throttleBackoff != nil && isNil(c.throttleBackoff):
+		return configError("WithThrottleBackoff", nilValue(c.throttleBackoff), "a non-nil Backoff (leave the option out to use WithBackoff's)")
 	case c.classifier == nil:
 		return configError("WithClassifier", "nil", "a non-nil Classifier")
-	case c.clock == nil:
-		return configError("WithClock", "nil", "a non-nil Clock")
+	case isNil(c.clock):
+		return configError("WithClock", nilValue(c.clock), "a non-nil Clock")
 	case c.profile < ProfileStandard || c.profile > ProfileAWS2026:
 		return configError("WithProfile", c.profile, "ProfileStandard, ProfileLegacy or ProfileAWS2026")
 	case c.retryAfterLimit < 0:
@@ -197,7 +200,8 @@ func NewStandard(opts ...StandardOption) (*Standard, error) {
 // AcquireInitialToken returns the token for the first attempt in scope.
 // It refuses a ctx that is already done, and fails when the scope's bucket
 // cannot pay a non-zero initial-try cost (WithInitialTryCost); a bucket in
-// wait mode makes it wait instead, within ctx.
+// wait mode makes it wait instead, within ctx. A nil ctx is an error
+// wrapping ErrInvalidConfig.
 func (s *Standard) AcquireInitialToken(ctx context.Context, scope string) (RetryToken, error) {
 	return s.engine().acquireInitialToken(ctx, scope)
 }
@@ -209,7 +213,8 @@ func (s *Standard) AcquireInitialToken(ctx context.Context, scope string) (Retry
 // the bucket cannot pay for the retry, ctx's error if ctx ends during the
 // wait, ErrDeadlineTooSoon if ctx's deadline would pass before the wait
 // ends, or ErrInvalidToken if token was not issued by s or was already
-// used.
+// used. A nil ctx or err is an error wrapping ErrInvalidConfig, and leaves
+// token unused.
 //
 // When err is not retryable, what the last retry took from the bucket is
 // given back: the service answered, so that retry did not feed an outage.
@@ -241,7 +246,8 @@ func (s *Standard) PlanInitialToken(scope string) (RetryToken, error) {
 // duration it returns is the same; the attempt may go after that, once
 // Admit allows it. When it refuses, the duration is how long the caller
 // should wait before giving up (a long-polling strategy's backoff, see
-// WithLongPolling; otherwise 0).
+// WithLongPolling; otherwise 0). A nil err is an error wrapping
+// ErrInvalidConfig, and leaves token unused.
 func (s *Standard) PlanRetryToken(token RetryToken, err error) (RetryToken, time.Duration, error) {
 	return s.engine().planRetryToken(token, err)
 }
@@ -296,7 +302,9 @@ func WithMaxAttempts(n int) StandardOption {
 }
 
 // WithBackoff sets how long to wait before each retry (default: an
-// ExponentialBackoff with its defaults). Valid: non-nil.
+// ExponentialBackoff with its defaults). Valid: non-nil, and not a nil
+// pointer or function, such as the result of a constructor that failed
+// (NoBackoff retries without waiting).
 func WithBackoff(b Backoff) StandardOption {
 	return standardOption(func(c *standardConfig) { c.backoff = b })
 }
@@ -304,9 +312,10 @@ func WithBackoff(b Backoff) StandardOption {
 // WithThrottleBackoff sets how long to wait before a retry after a
 // throttling error, when that should differ from WithBackoff (as in the
 // AWS SDKs' 2026 behaviour, which starts throttled retries at 1 s). Default:
-// the WithBackoff backoff.
+// the WithBackoff backoff; under ProfileAWS2026, that profile's throttle
+// backoff. Valid: non-nil, and not a nil pointer or function.
 func WithThrottleBackoff(b Backoff) StandardOption {
-	return standardOption(func(c *standardConfig) { c.throttleBackoff = b })
+	return standardOption(func(c *standardConfig) { c.throttleBackoff, c.nilThrottleBackoff = b, b == nil })
 }
 
 // WithRetryQuota makes every scope of the strategy pay for retries from q,

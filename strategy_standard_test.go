@@ -235,10 +235,18 @@ func TestStandardBadOptions(t *testing.T) {
 		{"zero attempts", []retry.StandardOption{retry.WithMaxAttempts(0)}, "WithMaxAttempts"},
 		{"negative attempts", []retry.StandardOption{retry.WithMaxAttempts(-1)}, "WithMaxAttempts"},
 		{"nil backoff", []retry.StandardOption{retry.WithBackoff(nil)}, "WithBackoff"},
+		{"nil BackoffFunc", []retry.StandardOption{retry.WithBackoff(retry.BackoffFunc(nil))}, "WithBackoff = a nil retry.BackoffFunc"},
+		{"nil *ExponentialBackoff", []retry.StandardOption{retry.WithBackoff((*retry.ExponentialBackoff)(nil))}, "WithBackoff = a nil *retry.ExponentialBackoff"},
+		{"nil *DecorrelatedJitter", []retry.StandardOption{retry.WithBackoff((*retry.DecorrelatedJitter)(nil))}, "WithBackoff = a nil *retry.DecorrelatedJitter"},
+		{"nil throttle backoff", []retry.StandardOption{retry.WithThrottleBackoff(nil)}, "WithThrottleBackoff = nil"},
+		{"nil throttle backoff over a profile's", []retry.StandardOption{retry.WithProfile(retry.ProfileAWS2026), retry.WithThrottleBackoff(nil)}, "WithThrottleBackoff = nil"},
+		{"nil throttle BackoffFunc", []retry.StandardOption{retry.WithThrottleBackoff(retry.BackoffFunc(nil))}, "WithThrottleBackoff = a nil retry.BackoffFunc"},
 		{"negative constant backoff", []retry.StandardOption{retry.WithBackoff(retry.ConstantBackoff(-1))}, "WithBackoff"},
 		{"negative throttle backoff", []retry.StandardOption{retry.WithThrottleBackoff(retry.ConstantBackoff(-1))}, "WithThrottleBackoff"},
 		{"nil classifier", []retry.StandardOption{retry.WithClassifier(nil)}, "WithClassifier"},
 		{"nil clock", []retry.StandardOption{retry.WithClock(nil)}, "WithClock"},
+		{"nil ClockFunc", []retry.StandardOption{retry.WithClock(retry.ClockFunc(nil))}, "WithClock = a nil retry.ClockFunc"},
+		{"nil clock pointer", []retry.StandardOption{retry.WithClock((*manualClock)(nil))}, "WithClock = a nil *retry_test.manualClock"},
 		{"zero scopes", []retry.StandardOption{retry.WithMaxScopes(0)}, "WithMaxScopes"},
 		{"nil quota", []retry.StandardOption{retry.WithRetryQuota(nil)}, "WithRetryQuota"},
 		{"quota and no quota", []retry.StandardOption{retry.WithRetryQuota(q), retry.WithoutRetryQuota()}, "WithRetryQuota"},
@@ -253,6 +261,64 @@ func TestStandardBadOptions(t *testing.T) {
 			require.ErrorIs(t, err, retry.ErrInvalidConfig)
 			assert.Contains(t, err.Error(), tt.option)
 			assert.Nil(t, s)
+		})
+	}
+}
+
+// A clock holding a nil function is refused by every constructor that
+// takes a clock, instead of panicking when it is first read.
+func TestNilClockFuncIsAnError(t *testing.T) {
+	clock := retry.WithClock(retry.ClockFunc(nil))
+	_, err := retry.NewStandard(clock)
+	assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+	_, err = retry.NewAdaptive(clock)
+	assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+	_, err = retry.NewTokenBucket(clock)
+	assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+	_, err = retry.NewRateLimiter(clock)
+	assert.ErrorIs(t, err, retry.ErrInvalidConfig)
+}
+
+// A nil context, or a nil error to refresh with, is an error that leaves
+// the token as it was: nothing is taken from the quota, and the token can
+// still be used.
+func TestStrategyNilArguments(t *testing.T) {
+	for _, name := range []string{"standard", "adaptive"} {
+		t.Run(name, func(t *testing.T) {
+			var s interface {
+				retry.RetryStrategy
+				PlanRetryToken(retry.RetryToken, error) (retry.RetryToken, time.Duration, error)
+				RetryQuota() *retry.TokenBucket
+			}
+			var err error
+			if name == "standard" {
+				s, err = retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+			} else {
+				s, err = retry.NewAdaptive(retry.WithBackoff(retry.NoBackoff))
+			}
+			require.NoError(t, err)
+			ctx := context.Background()
+			//lint:ignore SA1012 a nil context is the bad input under test
+			_, err = s.AcquireInitialToken(nil, "")
+			require.ErrorIs(t, err, retry.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), "ctx = nil")
+
+			tok, err := s.AcquireInitialToken(ctx, "")
+			require.NoError(t, err)
+			level := s.RetryQuota().Stats().Available
+			//lint:ignore SA1012 a nil context is the bad input under test
+			_, err = s.RefreshRetryToken(nil, tok, errTransient)
+			require.ErrorIs(t, err, retry.ErrInvalidConfig)
+			_, err = s.RefreshRetryToken(ctx, tok, nil)
+			require.ErrorIs(t, err, retry.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), "err = nil")
+			_, _, err = s.PlanRetryToken(tok, nil)
+			require.ErrorIs(t, err, retry.ErrInvalidConfig)
+			assert.Equal(t, level, s.RetryQuota().Stats().Available, "nothing taken from the quota")
+
+			tok, err = s.RefreshRetryToken(ctx, tok, errTransient)
+			require.NoError(t, err, "the token is still unused")
+			require.NoError(t, s.RecordSuccess(tok))
 		})
 	}
 }

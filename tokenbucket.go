@@ -97,8 +97,8 @@ func (c *bucketConfig) validate() error {
 		}
 	}
 	switch {
-	case c.clock == nil:
-		return configError("WithClock", "nil", "a non-nil Clock")
+	case isNil(c.clock):
+		return configError("WithClock", nilValue(c.clock), "a non-nil Clock")
 	case !(c.refillRate >= 0) || math.IsInf(c.refillRate, 0):
 		return configError("WithRefillRate", c.refillRate, "a finite number >= 0")
 	case !c.circuitBreaker && c.refillRate == 0:
@@ -188,9 +188,11 @@ func newTokenBucket(cfg bucketConfig) *TokenBucket {
 
 // RetryCost returns what a retry after a failure classified as c takes: the
 // throttling retry cost for a throttle, else the timeout retry cost for a
-// timeout, else the retry cost.
+// timeout, else the retry cost. A nil or zero bucket costs nothing.
 func (b *TokenBucket) RetryCost(c Classification) int {
 	switch {
+	case b == nil:
+		return 0
 	case c.Throttle:
 		return b.cfg.throttlingRetryCost
 	case c.Timeout:

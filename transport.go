@@ -86,8 +86,16 @@ var _ http.RoundTripper = (*Transport)(nil)
 const drainLimit = 4 << 10
 
 // RoundTrip sends req, retrying as the Transport's documentation says. It
-// returns either a response or an error, never both.
+// returns either a response or an error, never both. A nil Transport or
+// request, or a Clock holding a nil pointer or function, is an error
+// wrapping ErrInvalidConfig.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := t.check(req); err != nil {
+		if req != nil && req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the body, even on errors
+		}
+		return nil, err
+	}
 	ctx := req.Context()
 	rt := &roundTrip{
 		t:      t,
@@ -118,9 +126,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
+// check reports what makes t unable to send req, if anything.
+func (t *Transport) check(req *http.Request) error {
+	switch {
+	case t == nil:
+		return configError("Transport", "a nil *Transport", "a non-nil *Transport (the zero Transport works)")
+	case req == nil:
+		return configError("RoundTrip request", "nil", "a non-nil *http.Request")
+	case t.Clock != nil && isNil(t.Clock):
+		return configError("Transport.Clock", nilValue(t.Clock), "a non-nil Clock (nil for the system clock)")
+	}
+	return nil
+}
+
 // CloseIdleConnections closes the idle connections of Base, if it has such
-// a method. http.Client.CloseIdleConnections calls it.
+// a method. http.Client.CloseIdleConnections calls it. A nil Transport has
+// none.
 func (t *Transport) CloseIdleConnections() {
+	if t == nil {
+		return
+	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
@@ -163,8 +188,12 @@ func (t *Transport) now() time.Time {
 // method is GET (or empty), HEAD, OPTIONS or TRACE, or the header has an
 // Idempotency-Key or X-Idempotency-Key entry (even one with no values,
 // which net/http does not send). Unlike net/http, it also counts PUT and
-// DELETE, which RFC 9110 defines as idempotent.
+// DELETE, which RFC 9110 defines as idempotent. A nil req is not
+// idempotent.
 func IsIdempotent(req *http.Request) bool {
+	if req == nil {
+		return false
+	}
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
 		http.MethodPut, http.MethodDelete:
@@ -177,6 +206,8 @@ func IsIdempotent(req *http.Request) bool {
 	return ok
 }
 
+var errNilResponse = configError("CheckStatus response", "nil", "a non-nil *http.Response")
+
 // StatusError is the error of an attempt whose response had a failing
 // HTTP status. CheckStatus returns it. Classify reads its status code
 // through HTTPStatusCode and its service error code through ErrorCode.
@@ -188,6 +219,9 @@ type StatusError struct {
 
 // Error describes the status and the service error code, if any.
 func (e *StatusError) Error() string {
+	if e == nil {
+		return "retry: <nil *StatusError>"
+	}
 	status := e.Status
 	if status == "" {
 		status = strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
@@ -198,19 +232,33 @@ func (e *StatusError) Error() string {
 	return "retry: HTTP status " + status
 }
 
-// HTTPStatusCode returns e.StatusCode.
-func (e *StatusError) HTTPStatusCode() int { return e.StatusCode }
+// HTTPStatusCode returns e.StatusCode, or 0 for a nil e.
+func (e *StatusError) HTTPStatusCode() int {
+	if e == nil {
+		return 0
+	}
+	return e.StatusCode
+}
 
-// ErrorCode returns e.Code.
-func (e *StatusError) ErrorCode() string { return e.Code }
+// ErrorCode returns e.Code, or "" for a nil e.
+func (e *StatusError) ErrorCode() string {
+	if e == nil {
+		return ""
+	}
+	return e.Code
+}
 
 // CheckStatus is the default CheckResponse of a Transport: it returns nil
 // for a status below 400 and a *StatusError otherwise. The error's Code is
 // the service error code of the x-amzn-ErrorType header, as AWS JSON
 // services send it ("ThrottlingException:http://..." gives
 // "ThrottlingException"), so that throttling reported with a 400 status
-// is retried as throttling.
+// is retried as throttling. A nil resp is an error wrapping
+// ErrInvalidConfig, which is not retried.
 func CheckStatus(resp *http.Response) error {
+	if resp == nil {
+		return errNilResponse
+	}
 	if resp.StatusCode < 400 {
 		return nil
 	}

@@ -882,3 +882,41 @@ func TestTransportStrategyFromContext(t *testing.T) {
 	assert.Equal(t, []string{"example.test"}, s.scopes, "a Transport without a Strategy uses the context's")
 	assert.Equal(t, 1, s.successes)
 }
+
+// Nil values get an error or a zero answer, never a panic.
+func TestTransportNilValues(t *testing.T) {
+	req := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+
+	var nilTransport *retry.Transport
+	_, err := nilTransport.RoundTrip(req)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "a nil *Transport")
+	nilTransport.CloseIdleConnections() // nothing to close
+
+	_, err = (&retry.Transport{}).RoundTrip(nil)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+
+	body := closeRecorder{Reader: strings.NewReader("x"), closed: new(atomic.Bool)}
+	post := httptest.NewRequest(http.MethodPost, "http://example.com/", body)
+	_, err = (&retry.Transport{Clock: retry.ClockFunc(nil)}).RoundTrip(post)
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "Transport.Clock = a nil retry.ClockFunc")
+	assert.True(t, body.closed.Load(), "a RoundTripper closes the body, even on errors")
+
+	require.ErrorIs(t, retry.CheckStatus(nil), retry.ErrInvalidConfig)
+	assert.False(t, retry.IsIdempotent(nil))
+
+	var se *retry.StatusError
+	assert.Equal(t, "retry: <nil *StatusError>", se.Error())
+	assert.Zero(t, se.HTTPStatusCode())
+	assert.Empty(t, se.ErrorCode())
+	c := retry.Classify(fmt.Errorf("wrapped: %w", error(se)))
+	assert.False(t, c.Retryable(), "a nil *StatusError says nothing about safety")
+
+	var re *retry.Error
+	assert.Equal(t, "retry: <nil *Error>", re.Error())
+	assert.Nil(t, re.Unwrap())
+
+	var b *retry.TokenBucket
+	assert.Zero(t, b.RetryCost(retry.Classification{Throttle: true}))
+}
