@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -207,20 +206,22 @@ func (b *TokenBucket) valid() bool { return b != nil && b.cfg.clock != nil }
 // errZeroBucket is the error of every method of a nil or zero TokenBucket.
 var errZeroBucket = configError("TokenBucket", "a nil or zero *TokenBucket", "one made by NewTokenBucket")
 
-// errNegativeTokens reports a negative argument to Acquire or Release.
-var errNegativeTokens = errors.New("retry: negative token count")
+// negativeTokens reports a negative argument to Acquire or Release.
+func negativeTokens(method string, n int) error {
+	return configError("TokenBucket."+method+" count", n, ">= 0")
+}
 
 // Acquire takes n tokens from the bucket. If the bucket holds fewer, a
 // bucket in circuit-breaker mode takes nothing and returns an error
 // wrapping ErrRetryQuotaExceeded; a bucket in wait mode promises the
 // missing tokens from refill and returns how long the caller must wait
-// before acting. A negative n is an error.
+// before acting. A negative n is an error wrapping ErrInvalidConfig.
 func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 	if !b.valid() {
 		return 0, errZeroBucket
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("%w: TokenBucket.Acquire(%d)", errNegativeTokens, n)
+		return 0, negativeTokens("Acquire", n)
 	}
 	if n == 0 {
 		return 0, nil
@@ -243,7 +244,7 @@ func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 
 // Release gives n tokens back to the bucket, never filling it beyond its
 // capacity. In wait mode, tokens owed to waiting retries are paid first. A
-// negative n is an error.
+// negative n is an error wrapping ErrInvalidConfig.
 func (b *TokenBucket) Release(n int) error {
 	if n > 0 && b != nil && b.full.Load() {
 		return nil // the common case, kept small enough to inline: no lock
@@ -256,7 +257,7 @@ func (b *TokenBucket) release(n int) error {
 		return errZeroBucket
 	}
 	if n < 0 {
-		return fmt.Errorf("%w: TokenBucket.Release(%d)", errNegativeTokens, n)
+		return negativeTokens("Release", n)
 	}
 	if n == 0 {
 		return nil

@@ -114,14 +114,14 @@ func TestTokenBucketNegativeArguments(t *testing.T) {
 	before := b.Stats()
 
 	wait, err := b.Acquire(-1)
-	require.Error(t, err)
-	assert.ErrorContains(t, err, "negative")
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "TokenBucket.Acquire count = -1, want >= 0")
 	assert.NotErrorIs(t, err, retry.ErrRetryQuotaExceeded)
 	assert.Zero(t, wait)
 
 	err = b.Release(-1)
-	require.Error(t, err)
-	assert.ErrorContains(t, err, "negative")
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "TokenBucket.Release count = -1, want >= 0")
 
 	_, err = b.Acquire(math.MinInt)
 	require.Error(t, err)
