@@ -212,12 +212,14 @@ func fromEnvironment(lookup func(string) (string, bool), homeDir func() (string,
 // adaptiveOnlyError reports opts[i], o, an option only NewAdaptive takes,
 // given when env selects a *Standard.
 func adaptiveOnlyError(i int, o AdaptiveOption, env environment) error {
-	var c adaptiveConfig
+	c := adaptiveConfig{maxSendWait: -1} // a value no option sets: WithMaxSendWait(-1) is an error anyway
 	o.applyAdaptive(&c)
 	name := "an adaptive-only option"
 	switch {
 	case c.sharedSet:
 		name = "WithRateLimiter"
+	case c.maxSendWait != -1:
+		name = "WithMaxSendWait"
 	case c.limiterOptions:
 		name = "a RateLimiterOption"
 	}

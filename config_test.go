@@ -303,6 +303,11 @@ func TestFromEnvironmentLookupErrors(t *testing.T) {
 			want: []string{"opts[1] is WithRateLimiter", "standard mode is selected by default", "AWS_RETRY_MODE=adaptive"},
 		},
 		{
+			name: "send wait by default",
+			opts: []retry.AdaptiveOption{retry.WithMaxSendWait(0)},
+			want: []string{"opts[0] is WithMaxSendWait", "standard mode is selected by default"},
+		},
+		{
 			name: "rate limiter option with env legacy",
 			env:  map[string]string{"AWS_RETRY_MODE": "legacy", "AWS_MAX_ATTEMPTS": "4"},
 			opts: []retry.AdaptiveOption{retry.WithFailFast(true)},

@@ -114,8 +114,10 @@ func (c *standardConfig) validate() error {
 		return configError("WithRetryQuota", "a nil or zero *TokenBucket", "one made by NewTokenBucket (WithoutRetryQuota turns the quota off)")
 	case c.quotaSet && c.noQuota:
 		return configError("WithRetryQuota", "with WithoutRetryQuota", "one or the other")
-	case c.bucketOptions && (c.quotaSet || c.noQuota):
-		return configError("TokenBucketOption", "with WithRetryQuota or WithoutRetryQuota", "token bucket options only for the strategy's own buckets")
+	case c.bucketOptions && c.quotaSet:
+		return configError("TokenBucketOption", "given with WithRetryQuota", "token bucket options only for the strategy's own buckets (give them to NewTokenBucket for a shared one)")
+	case c.bucketOptions && c.noQuota:
+		return configError("TokenBucketOption", "given with WithoutRetryQuota", "token bucket options only for a strategy with a retry quota")
 	}
 	for _, b := range []struct {
 		option string

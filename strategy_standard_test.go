@@ -250,8 +250,8 @@ func TestStandardBadOptions(t *testing.T) {
 		{"zero scopes", []retry.StandardOption{retry.WithMaxScopes(0)}, "WithMaxScopes"},
 		{"nil quota", []retry.StandardOption{retry.WithRetryQuota(nil)}, "WithRetryQuota"},
 		{"quota and no quota", []retry.StandardOption{retry.WithRetryQuota(q), retry.WithoutRetryQuota()}, "WithRetryQuota"},
-		{"quota and bucket options", []retry.StandardOption{retry.WithRetryQuota(q), retry.WithRetryCost(1)}, "TokenBucketOption"},
-		{"no quota and bucket options", []retry.StandardOption{retry.WithoutRetryQuota(), retry.WithMaxCapacity(1)}, "TokenBucketOption"},
+		{"quota and bucket options", []retry.StandardOption{retry.WithRetryQuota(q), retry.WithRetryCost(1)}, "TokenBucketOption = given with WithRetryQuota"},
+		{"no quota and bucket options", []retry.StandardOption{retry.WithoutRetryQuota(), retry.WithMaxCapacity(1)}, "TokenBucketOption = given with WithoutRetryQuota"},
 		{"bad bucket option", []retry.StandardOption{retry.WithRetryCost(-5)}, "WithRetryCost"},
 		{"wait mode without refill", []retry.StandardOption{retry.WithCircuitBreaker(false)}, "WithRefillRate"},
 	}
