@@ -122,8 +122,16 @@ type Classifier func(err error) Classification
 //  2. ErrorInfo: the first fault found; a server fault is retried and a
 //     client fault is not.
 //  3. Cancellation: context.Canceled and context.DeadlineExceeded are never
-//     retried. They belong to the caller; a per-attempt timeout set with
-//     WithAttemptTimeout is marked with TimedOut and so is retried.
+//     retried. They belong to the caller: the context's own
+//     DeadlineExceeded, the error a caller's context returns, anywhere in
+//     the chain. An error that only matches it through an Is method is the
+//     timeout of one attempt and is retried by step 8: net/http's
+//     "timeout awaiting response headers" (http.Transport's
+//     ResponseHeaderTimeout) and net's dial and I/O deadlines. Whether the
+//     caller's context itself has ended is not Classify's to know: Do,
+//     Run, Transport and the strategies' RefreshRetryToken check the
+//     context they are given before any retry. A per-attempt timeout set
+//     with WithAttemptTimeout is marked with TimedOut and so is retried.
 //  4. Service error codes, through an ErrorCode() string method (as the
 //     errors of aws-sdk-go-v2 and smithy-go have): the throttling codes of
 //     the AWS SDKs (Throttling, ThrottlingException, SlowDown, ...) are
@@ -219,7 +227,7 @@ func Classify(err error) Classification {
 		return c
 	}
 
-	if chainIs(errs, context.Canceled) || chainIs(errs, context.DeadlineExceeded) {
+	if chainIs(errs, context.Canceled) || chainHolds(errs, context.DeadlineExceeded) {
 		c.Safety = SafetyNo
 		return c
 	}
@@ -265,6 +273,17 @@ func chainIs(errs []error, target error) bool {
 			return true
 		}
 		if x, ok := e.(interface{ Is(error) bool }); ok && x.Is(target) {
+			return true
+		}
+	}
+	return false
+}
+
+// chainHolds reports whether target itself is an error of errs, with no
+// Is method consulted.
+func chainHolds(errs []error, target error) bool {
+	for _, e := range errs {
+		if e == target {
 			return true
 		}
 	}

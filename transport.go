@@ -3,6 +3,7 @@ package retry
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,7 +31,11 @@ import (
 // request with an Idempotency-Key or X-Idempotency-Key header) whose body
 // can be sent again, because Body is nil or http.NoBody or GetBody is set.
 // Any other request is sent once. Retries never change the caller's
-// request: each one is a shallow copy, with a fresh body from GetBody.
+// request: each one is a shallow copy, with a fresh body from GetBody. A
+// request that may be sent twice is also retried when its connection
+// closes before any byte of the response arrives (io.EOF from Base, which
+// Classify alone does not retry): nothing was answered, and the AWS SDKs
+// retry it too.
 //
 // When the strategy gives up after a failed response (a 503 on the last
 // attempt, or a 404 it does not retry), RoundTrip returns that response,
@@ -308,6 +313,13 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 	case err != nil:
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close() // a broken RoundTripper returned both
+		}
+		if rt.replay && errors.Is(err, io.EOF) && Classify(err).Safety == SafetyMaybe {
+			// The connection closed before a byte of the response came
+			// (Base returns a response as soon as its header arrives), so
+			// the request, which may be sent twice, is sent again, as the
+			// AWS SDKs do.
+			err = Transient(err)
 		}
 		return nil, rt.mark(err)
 	case resp == nil:
