@@ -91,8 +91,8 @@ func (c *bucketConfig) validate() error {
 		{"WithTimeoutRetryCost", c.timeoutRetryCost},
 		{"WithThrottlingRetryCost", c.throttlingRetryCost},
 	} {
-		if f.value < 0 {
-			return configError(f.option, f.value, ">= 0")
+		if f.value < 0 || f.value > maxTokens {
+			return configError(f.option, f.value, "0 to 2^53 (9007199254740992)")
 		}
 	}
 	switch {
@@ -106,9 +106,14 @@ func (c *bucketConfig) validate() error {
 	return nil
 }
 
+// maxTokens is the largest capacity or cost a TokenBucket accepts, 2^53:
+// the bucket counts in float64, which holds every whole number up to it
+// exactly, and no further.
+const maxTokens = 1 << 53
+
 // WithMaxCapacity sets how many tokens the bucket holds when full, which is
-// also how many it starts with (default DefaultMaxCapacity). Valid: >= 0;
-// 0 allows no retries.
+// also how many it starts with (default DefaultMaxCapacity). Valid: 0 to
+// 2^53; 0 allows no retries.
 func WithMaxCapacity(n int) TokenBucketOption {
 	return bucketOption(func(c *bucketConfig) { c.maxCapacity = n })
 }
@@ -116,32 +121,32 @@ func WithMaxCapacity(n int) TokenBucketOption {
 // WithInitialTryCost sets what a first attempt takes from the bucket
 // (default DefaultInitialTryCost). When the bucket cannot pay it, the
 // strategy refuses the initial token and the call gets one attempt without
-// retries. Valid: >= 0.
+// retries. Valid: 0 to 2^53.
 func WithInitialTryCost(n int) TokenBucketOption {
 	return bucketOption(func(c *bucketConfig) { c.initialTryCost = n })
 }
 
 // WithInitialTrySuccessIncrement sets what a success on the first attempt
 // adds to the bucket (default DefaultInitialTrySuccessIncrement). Valid:
-// >= 0.
+// 0 to 2^53.
 func WithInitialTrySuccessIncrement(n int) TokenBucketOption {
 	return bucketOption(func(c *bucketConfig) { c.initialTrySuccessIncrement = n })
 }
 
 // WithRetryCost sets what a retry after a transient error takes (default
-// DefaultRetryCost). Valid: >= 0.
+// DefaultRetryCost). Valid: 0 to 2^53.
 func WithRetryCost(n int) TokenBucketOption {
 	return bucketOption(func(c *bucketConfig) { c.retryCost = n })
 }
 
 // WithTimeoutRetryCost sets what a retry after a timeout takes (default
-// DefaultTimeoutRetryCost). Valid: >= 0.
+// DefaultTimeoutRetryCost). Valid: 0 to 2^53.
 func WithTimeoutRetryCost(n int) TokenBucketOption {
 	return bucketOption(func(c *bucketConfig) { c.timeoutRetryCost = n })
 }
 
 // WithThrottlingRetryCost sets what a retry after a throttling error takes
-// (default DefaultThrottlingRetryCost). Valid: >= 0.
+// (default DefaultThrottlingRetryCost). Valid: 0 to 2^53.
 func WithThrottlingRetryCost(n int) TokenBucketOption {
 	return bucketOption(func(c *bucketConfig) { c.throttlingRetryCost = n })
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -295,6 +296,10 @@ func TestNewTokenBucketErrors(t *testing.T) {
 		{"negative retry cost", []retry.TokenBucketOption{retry.WithRetryCost(-1)}, "WithRetryCost"},
 		{"negative timeout cost", []retry.TokenBucketOption{retry.WithTimeoutRetryCost(-5)}, "WithTimeoutRetryCost"},
 		{"negative throttling cost", []retry.TokenBucketOption{retry.WithThrottlingRetryCost(math.MinInt)}, "WithThrottlingRetryCost"},
+		{"capacity above 2^53", []retry.TokenBucketOption{retry.WithMaxCapacity(1<<53 + 1)}, "WithMaxCapacity"},
+		{"capacity math.MaxInt", []retry.TokenBucketOption{retry.WithMaxCapacity(math.MaxInt)}, "WithMaxCapacity"},
+		{"retry cost above 2^53", []retry.TokenBucketOption{retry.WithRetryCost(math.MaxInt)}, "WithRetryCost"},
+		{"success increment above 2^53", []retry.TokenBucketOption{retry.WithInitialTrySuccessIncrement(1<<53 + 1)}, "WithInitialTrySuccessIncrement"},
 		{"nil clock", []retry.TokenBucketOption{retry.WithClock(nil)}, "WithClock"},
 		{"negative refill", []retry.TokenBucketOption{retry.WithRefillRate(-0.5)}, "WithRefillRate"},
 		{"NaN refill", []retry.TokenBucketOption{retry.WithRefillRate(math.NaN())}, "WithRefillRate"},
@@ -309,6 +314,9 @@ func TestNewTokenBucketErrors(t *testing.T) {
 			assert.Nil(t, b)
 			assert.ErrorIs(t, err, retry.ErrInvalidConfig)
 			assert.ErrorContains(t, err, tt.option)
+			if strings.HasPrefix(tt.name, "capacity") || strings.Contains(tt.name, "2^53") {
+				assert.ErrorContains(t, err, "0 to 2^53", "the error names the valid range")
+			}
 
 			// The same option given to a strategy fails the same way.
 			opts := make([]retry.StandardOption, len(tt.opts))
@@ -606,4 +614,17 @@ func BenchmarkTokenBucketAcquireReleaseParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The largest capacity a bucket accepts, 2^53, counts exactly: every token
+// taken shows.
+func TestTokenBucketLargestCapacityCountsExactly(t *testing.T) {
+	b := newBucket(t, retry.WithMaxCapacity(1<<53))
+	assert.Equal(t, 1<<53, b.Stats().Capacity)
+	assert.Equal(t, float64(1<<53), b.Stats().Available)
+	for range 1000 {
+		_, err := b.Acquire(1)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, float64(1<<53-1000), b.Stats().Available)
 }
