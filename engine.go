@@ -76,12 +76,26 @@ func (e *engine) acquire(scope string, t *token) error {
 // next attempt, or says why there is none. A refusal of a long-polling
 // strategy asks its caller to wait before giving up (a *refusal).
 func (e *engine) refresh(t *token, err error) error {
+	return e.refreshBy(t, err, time.Time{})
+}
+
+// refreshBy is refresh for an attempt that must start before deadline, a
+// context's deadline on the system clock, if not zero: a retry whose delay
+// would end after it is refused, as the wait would refuse it (see tooSoon),
+// and its token given back, so that an EventRetry stands for an attempt
+// that will be made.
+func (e *engine) refreshBy(t *token, err error, deadline time.Time) error {
+	made := t.retries + 1 // attempts made
 	c := e.classify(err)
 	reason := e.next(t, c)
+	if reason == nil && !deadline.IsZero() && t.delay > 0 && time.Until(deadline) <= t.delay {
+		e.giveBack(t)
+		reason = deadlineTooSoon(t.delay)
+	}
 	if len(e.hooks) > 0 {
-		ev := Event{Kind: EventRetry, Scope: t.scopeName, Attempt: t.retries + 1, Delay: t.delay, Err: err, Classification: c}
+		ev := Event{Kind: EventRetry, Scope: t.scopeName, Attempt: made + 1, Delay: t.delay, Err: err, Classification: c}
 		if reason != nil {
-			ev.Kind, ev.Delay, ev.Reason = EventGiveUp, 0, reason
+			ev.Kind, ev.Attempt, ev.Delay, ev.Reason = EventGiveUp, made, 0, reason
 		}
 		e.emit(ev)
 	}
@@ -229,7 +243,8 @@ func (e *engine) acquireWait(ctx context.Context, scope string, t *token) error 
 // the next attempt and waits until that attempt may go, or says why there
 // is none.
 func (e *engine) refreshWait(ctx context.Context, t *token, err error) error {
-	reason := e.refresh(t, err)
+	deadline, _ := ctx.Deadline()
+	reason := e.refreshBy(t, err, deadline)
 	if r, ok := reason.(*refusal); ok {
 		// Long polling: wait before giving up, so that a caller that polls
 		// again at once does not spin.
@@ -276,7 +291,7 @@ func (e *engine) wait(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 	if tooSoon(ctx, d) {
-		return fmt.Errorf("%w (waiting %v): %w", ErrDeadlineTooSoon, d, context.DeadlineExceeded)
+		return deadlineTooSoon(d)
 	}
 	switch c := e.clock.(type) {
 	case systemClock:
@@ -294,6 +309,12 @@ func (e *engine) wait(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 	return fmt.Errorf("%w: WithClock: a %T cannot wait; a strategy that waits needs a clock that implements Sleeper (event loops use the Plan methods instead)", ErrInvalidConfig, e.clock)
+}
+
+// deadlineTooSoon is the reason for not waiting d: the caller's deadline
+// would pass first.
+func deadlineTooSoon(d time.Duration) error {
+	return fmt.Errorf("%w (waiting %v): %w", ErrDeadlineTooSoon, d, context.DeadlineExceeded)
 }
 
 // refusal is a refusal that asks the caller to wait before giving up.

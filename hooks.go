@@ -14,11 +14,16 @@ const (
 	// EventAttempt: the first attempt of a call is about to be made.
 	EventAttempt EventKind = iota + 1
 	// EventRetry: an attempt failed and another will be made after Delay.
+	// A retry that the caller's deadline leaves no time for is not
+	// announced: the strategy gives up at once (EventGiveUp). Only a
+	// context cancelled during the wait, or a send slot not found in time,
+	// turns an announced retry into an EventGiveUp.
 	EventRetry
 	// EventSuccess: an attempt succeeded.
 	EventSuccess
 	// EventGiveUp: an attempt failed and no other will be made, or a
-	// retry was abandoned before its attempt (the caller's context ended).
+	// retry was abandoned before its attempt (the caller's context ended),
+	// or an attempt panicked. Reason says why.
 	EventGiveUp
 )
 

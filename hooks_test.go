@@ -99,7 +99,7 @@ func TestHookThrottleClassification(t *testing.T) {
 	assert.GreaterOrEqual(t, ev.Delay, 2*time.Second)
 }
 
-func TestHookAbandonedRetry(t *testing.T) {
+func TestHookRetryTooLateForDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var r eventRecorder
 		s, err := retry.NewStandard(retry.WithHook(r.hook), retry.WithBackoff(retry.ConstantBackoff(time.Minute)))
@@ -108,10 +108,14 @@ func TestHookAbandonedRetry(t *testing.T) {
 		defer cancel()
 		_, err = retry.Do(ctx, func(context.Context) (int, error) { return 0, errTransient }, retry.WithStrategy(s))
 		require.ErrorIs(t, err, retry.ErrDeadlineTooSoon)
-		require.Equal(t, []retry.EventKind{retry.EventAttempt, retry.EventRetry, retry.EventGiveUp}, r.kinds())
-		last := r.events[2]
+		// No EventRetry: the deadline left no time for the retry, so the
+		// strategy gave up at once, with one event that says why.
+		require.Equal(t, []retry.EventKind{retry.EventAttempt, retry.EventGiveUp}, r.kinds())
+		last := r.events[1]
 		assert.ErrorIs(t, last.Reason, retry.ErrDeadlineTooSoon)
+		assert.ErrorIs(t, last.Err, errTransient)
 		assert.Equal(t, 1, last.Attempt)
+		assert.Zero(t, last.Delay, "no wait happened")
 		assert.Equal(t, float64(retry.DefaultMaxCapacity), s.RetryQuota().Stats().Available)
 	})
 }
@@ -251,4 +255,21 @@ func ExampleSlogHook() {
 	}, retry.WithStrategy(strategy))
 	// Output:
 	// level=INFO msg="retrying after failure" attempt=2 delay=0s error="connection reset"
+}
+
+// A retry abandoned during its wait (the caller cancels) is announced, and
+// then given up, with its quota given back.
+func TestHookAbandonedRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var r eventRecorder
+		s, err := retry.NewStandard(retry.WithHook(r.hook), retry.WithBackoff(retry.ConstantBackoff(time.Minute)))
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(time.Second, cancel)
+		_, err = retry.Do(ctx, func(context.Context) (int, error) { return 0, errTransient }, retry.WithStrategy(s))
+		require.ErrorIs(t, err, context.Canceled)
+		require.Equal(t, []retry.EventKind{retry.EventAttempt, retry.EventRetry, retry.EventGiveUp}, r.kinds())
+		assert.ErrorIs(t, r.events[2].Reason, context.Canceled)
+		assert.Equal(t, float64(retry.DefaultMaxCapacity), s.RetryQuota().Stats().Available)
+	})
 }

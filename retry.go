@@ -421,6 +421,14 @@ func start[T any](ctx context.Context, fn func(context.Context) (T, error), c *c
 // first asks for the next token.
 func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, timeout time.Duration, tokenErr error, attempts int, err error) (T, error) {
 	var zero T
+	inAttempt := false
+	defer func() {
+		if inAttempt && tokenErr == nil {
+			// fn panicked: its attempt gives back what it took from the
+			// retry quota, and the panic goes on.
+			c.release()
+		}
+	}()
 	for {
 		if attempts > 0 {
 			switch {
@@ -439,11 +447,13 @@ func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), 
 		}
 		attempts++
 		var v T
+		inAttempt = true
 		if timeout > 0 {
 			v, err = attempt(ctx, fn, timeout)
 		} else {
 			v, err = fn(ctx)
 		}
+		inAttempt = false
 		if err == nil {
 			if tokenErr == nil {
 				c.recordSuccess()
@@ -557,6 +567,25 @@ func (c *cursor) refresh(ctx context.Context, err error) error {
 	}
 	c.rt = rt
 	return rerr
+}
+
+// errPanicked is the reason an attempt that panicked gives for giving up.
+var errPanicked = errors.New("retry: the attempt panicked")
+
+// release gives back the token of an attempt that panicked, so that the
+// quota it took is not lost: for the strategies of this package directly,
+// for any other through a ReleaseToken(RetryToken) error method if it has
+// one (as Standard and Adaptive do).
+func (c *cursor) release() {
+	if c.e != nil {
+		if c.t.scope != nil {
+			c.e.abandon(&c.t, nil, errPanicked)
+		}
+		return
+	}
+	if r, ok := c.s.(interface{ ReleaseToken(RetryToken) error }); ok && c.rt != nil {
+		_ = r.ReleaseToken(c.rt)
+	}
 }
 
 func (c *cursor) recordSuccess() {

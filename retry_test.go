@@ -408,3 +408,55 @@ func TestDoDoesNotRetryPastTheDeadline(t *testing.T) {
 		assert.NotEqual(t, retry.EventRetry, ev.Kind, "no retry was even planned")
 	}
 }
+
+// A panic in the called function gives back the retry quota its attempt
+// took, and still reaches the caller.
+func TestDoPanicGivesBackQuota(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.ConstantBackoff(0)))
+	require.NoError(t, err)
+	full := s.RetryQuota().Stats().Available
+	for i := range 10 {
+		calls := 0
+		assert.PanicsWithValue(t, "boom", func() {
+			_, _ = retry.Do(t.Context(), func(context.Context) (int, error) {
+				calls++
+				if calls == 2 {
+					panic("boom") // during the retry, which paid for itself
+				}
+				return 0, errTransient
+			}, retry.WithStrategy(s))
+		}, "call %d", i)
+	}
+	assert.Equal(t, full, s.RetryQuota().Stats().Available, "ten panics during a retry keep no quota")
+}
+
+// The same holds with a per-attempt timeout, and for a strategy of another
+// package that can release a token.
+func TestDoPanicGivesBackQuotaAttemptTimeout(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.ConstantBackoff(0)))
+	require.NoError(t, err)
+	full := s.RetryQuota().Stats().Available
+	wrapped := struct{ retry.RetryStrategy }{s} // hides the engine: the general path
+	for _, strategy := range []retry.RetryStrategy{s, releaser{wrapped, s}} {
+		calls := 0
+		assert.Panics(t, func() {
+			_, _ = retry.Do(t.Context(), func(context.Context) (int, error) {
+				calls++
+				if calls == 3 {
+					panic("boom")
+				}
+				return 0, errTransient
+			}, retry.WithStrategy(strategy), retry.WithAttemptTimeout(time.Hour))
+		})
+	}
+	// Each call made one retry that succeeded in failing (its cost spent,
+	// as any failed retry's is) and one that panicked (given back).
+	assert.Equal(t, full-2*float64(retry.DefaultRetryCost), s.RetryQuota().Stats().Available)
+}
+
+type releaser struct {
+	retry.RetryStrategy
+	s *retry.Standard
+}
+
+func (r releaser) ReleaseToken(t retry.RetryToken) error { return r.s.ReleaseToken(t) }
