@@ -17,6 +17,7 @@ type engine struct {
 	throttleBackoff Backoff
 	classify        Classifier
 	retryAfterLimit time.Duration // 0: none
+	maxRetryAfter   time.Duration // the ceiling on a wait a hint lengthened
 	maxSendWait     time.Duration // the longest an attempt waits for a send slot
 	longPolling     bool
 	hooks           []Hook
@@ -141,6 +142,9 @@ func (e *engine) next(t *token, c Classification) error {
 	delay := max(backoff, c.RetryAfter)
 	if e.retryAfterLimit > 0 {
 		delay = min(delay, satAdd(backoff, e.retryAfterLimit))
+	}
+	if delay > backoff && delay > e.maxRetryAfter {
+		return fmt.Errorf("%w: the service asked for a wait of %v, above the ceiling of %v (WithMaxRetryAfter)", ErrRetryAfterTooLong, c.RetryAfter, e.maxRetryAfter)
 	}
 
 	cost := 0

@@ -36,6 +36,11 @@ var (
 	// before the next attempt could start, so the loop stopped early instead
 	// of sleeping into a deadline it could not meet.
 	ErrDeadlineTooSoon = errors.New("retry: context deadline too soon for next attempt")
+
+	// ErrRetryAfterTooLong means the strategy refused a retry because the
+	// service asked it to wait longer than its ceiling (see
+	// WithMaxRetryAfter), rather than wait that long.
+	ErrRetryAfterTooLong = errors.New("retry: retry-after hint too long")
 )
 
 // configError reports a bad value for the named option. valid describes

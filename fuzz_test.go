@@ -298,7 +298,7 @@ func FuzzBackoffArithmetic(f *testing.F) {
 
 		// The strategy's delay for the first retry, with a hint and a limit.
 		s, err := retry.NewStandard(retry.WithBackoff(b), retry.WithRetryAfterLimit(time.Duration(limit)),
-			retry.WithoutRetryQuota(), retry.WithMaxAttempts(3))
+			retry.WithoutRetryQuota(), retry.WithMaxAttempts(3), retry.WithMaxRetryAfter(math.MaxInt64))
 		if limit < 0 {
 			require.ErrorIs(t, err, retry.ErrInvalidConfig)
 			return

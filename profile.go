@@ -58,6 +58,28 @@ func WithRetryAfterLimit(d time.Duration) StandardOption {
 	return standardOption(func(c *standardConfig) { c.retryAfterLimit = d })
 }
 
+// DefaultMaxRetryAfter is the default ceiling on the wait a service's
+// retry-after hint can ask for: long enough for the hints services send
+// when throttling (a minute at most, as a rule), short enough that a
+// misconfigured or hostile "Retry-After: 86400" does not hold a request
+// without a deadline for a day.
+const DefaultMaxRetryAfter = time.Minute
+
+// WithMaxRetryAfter sets the longest wait a retry-after hint (an HTTP
+// Retry-After or x-amz-retry-after header, a gRPC pushback, a
+// WithRetryAfter error) may ask for (default DefaultMaxRetryAfter). When a
+// hint would make the strategy wait longer than d, it does not wait: it
+// refuses the retry at once with an error wrapping ErrRetryAfterTooLong
+// that says how long the service asked for, and the caller gets the
+// failure (Transport returns the response, hint and all). The ceiling
+// applies to the delay after WithRetryAfterLimit, so ProfileAWS2026, whose
+// limit keeps hints within backoff + 5 s, never meets it. A caller's
+// deadline still applies first (ErrDeadlineTooSoon). Valid: > 0;
+// math.MaxInt64 honours any hint.
+func WithMaxRetryAfter(d time.Duration) StandardOption {
+	return standardOption(func(c *standardConfig) { c.maxRetryAfter = d })
+}
+
 // WithLongPolling marks the strategy as serving long-polling operations
 // (such as SQS ReceiveMessage), whose callers loop at once on failure:
 // when the retry quota refuses a retry, RefreshRetryToken waits the

@@ -2,6 +2,7 @@ package retry_test
 
 import (
 	"context"
+	"io"
 	"math"
 	"net/http"
 	"testing"
@@ -162,7 +163,7 @@ func TestRetryAfterLimitSaturates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := retry.NewStandard(retry.WithBackoff(retry.ConstantBackoff(tt.backoff)),
-				retry.WithRetryAfterLimit(tt.limit), retry.WithoutRetryQuota())
+				retry.WithRetryAfterLimit(tt.limit), retry.WithoutRetryQuota(), retry.WithMaxRetryAfter(huge))
 			require.NoError(t, err)
 			tok, err := planFirst(s)
 			require.NoError(t, err)
@@ -190,4 +191,93 @@ func TestRetryAfterLimitHugeDoWaits(t *testing.T) {
 		assert.Equal(t, 5, attempts)
 		assert.Equal(t, 4*time.Second, time.Since(start))
 	})
+}
+
+// A hint above the ceiling is refused at once, with an error that says
+// what the service asked for, instead of a wait of a day; the ceiling is
+// an option, checked.
+func TestMaxRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := retry.NewStandard()
+		require.NoError(t, err)
+		calls := 0
+		start := time.Now()
+		_, err = retry.Do(t.Context(), func(context.Context) (int, error) {
+			calls++
+			return 0, retry.WithRetryAfter(errThrottled, 24*time.Hour)
+		}, retry.WithStrategy(s))
+		require.ErrorIs(t, err, retry.ErrRetryAfterTooLong)
+		assert.ErrorContains(t, err, "24h0m0s")
+		assert.ErrorContains(t, err, "WithMaxRetryAfter")
+		assert.Equal(t, 1, calls)
+		assert.Zero(t, time.Since(start), "no wait") // synctest's clock
+
+		// At the ceiling the hint is honoured.
+		calls, start = 0, time.Now()
+		_, err = retry.Do(t.Context(), func(context.Context) (int, error) {
+			calls++
+			if calls == 1 {
+				return 0, retry.WithRetryAfter(errThrottled, retry.DefaultMaxRetryAfter)
+			}
+			return 1, nil
+		}, retry.WithStrategy(s))
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), retry.DefaultMaxRetryAfter)
+
+		// A raised ceiling honours a longer hint.
+		s, err = retry.NewStandard(retry.WithMaxRetryAfter(2 * time.Hour))
+		require.NoError(t, err)
+		calls, start = 0, time.Now()
+		_, err = retry.Do(t.Context(), func(context.Context) (int, error) {
+			calls++
+			if calls == 1 {
+				return 0, retry.WithRetryAfter(errThrottled, time.Hour)
+			}
+			return 1, nil
+		}, retry.WithStrategy(s))
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), time.Hour)
+	})
+}
+
+// ProfileAWS2026 keeps a hint within backoff + 5 s, so its ceiling never
+// refuses one.
+func TestMaxRetryAfterAWS2026(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithProfile(retry.ProfileAWS2026))
+	require.NoError(t, err)
+	tok, err := planFirst(s)
+	require.NoError(t, err)
+	tok, err = planRetry(s, tok, retry.WithRetryAfter(errThrottled, 24*time.Hour))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, tok.Delay(), 30*time.Second)
+}
+
+func TestMaxRetryAfterInvalid(t *testing.T) {
+	for _, d := range []time.Duration{0, -1, math.MinInt64} {
+		_, err := retry.NewStandard(retry.WithMaxRetryAfter(d))
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+		assert.ErrorContains(t, err, "WithMaxRetryAfter")
+		assert.ErrorContains(t, err, "> 0")
+		_, err = retry.NewAdaptive(retry.WithMaxRetryAfter(d))
+		require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	}
+}
+
+// Transport returns the response that asked for too long a wait, body and
+// hint intact, instead of sleeping.
+func TestTransportRetryAfterAboveCeiling(t *testing.T) {
+	srv, count := countingServer(t, func(w http.ResponseWriter, r *http.Request, _ int64) {
+		w.Header().Set("Retry-After", "86400")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "down for maintenance")
+	})
+	client := &http.Client{Transport: &retry.Transport{Strategy: quickStrategy(t, 3)}}
+	resp, err := client.Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "86400", resp.Header.Get("Retry-After"))
+	assert.Equal(t, "down for maintenance", string(body))
+	assert.Equal(t, int64(1), count.Load())
 }

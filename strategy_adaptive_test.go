@@ -358,7 +358,7 @@ func TestAdaptiveDelaySaturates(t *testing.T) {
 	require.NoError(t, err)
 	clock.l = l
 	a, err := retry.NewAdaptive(retry.WithClock(clock), retry.WithRateLimiter(l),
-		retry.WithMaxSendWait(math.MaxInt64), retry.WithoutRetryQuota())
+		retry.WithMaxSendWait(math.MaxInt64), retry.WithoutRetryQuota(), retry.WithMaxRetryAfter(math.MaxInt64))
 	require.NoError(t, err)
 	ctx := context.Background()
 	tok, err := a.AcquireInitialToken(ctx, "")

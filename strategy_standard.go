@@ -42,6 +42,7 @@ type standardConfig struct {
 	maxScopes          int
 	profile            Profile
 	retryAfterLimit    time.Duration // 0: no limit
+	maxRetryAfter      time.Duration // the ceiling on a hinted wait
 	longPolling        bool
 	hooks              []Hook
 	nilHook            bool // WithHook(nil) was given
@@ -64,6 +65,8 @@ func defaultStandardConfig() standardConfig {
 		classifier:  Classify,
 		maxScopes:   DefaultMaxScopes,
 		bucket:      defaultBucketConfig(),
+
+		maxRetryAfter: DefaultMaxRetryAfter,
 	}
 }
 
@@ -106,6 +109,8 @@ func (c *standardConfig) validate() error {
 		return configError("WithProfile", c.profile, "ProfileStandard, ProfileLegacy or ProfileAWS2026")
 	case c.retryAfterLimit < 0:
 		return configError("WithRetryAfterLimit", c.retryAfterLimit, ">= 0 (0 means no limit)")
+	case c.maxRetryAfter <= 0:
+		return configError("WithMaxRetryAfter", c.maxRetryAfter, "> 0 (math.MaxInt64 to honour any hint)")
 	case c.nilHook:
 		return configError("WithHook", "nil", "a non-nil Hook")
 	case c.maxScopes < 1 || c.maxScopes > MaxMaxScopes:
@@ -144,6 +149,7 @@ func (c *standardConfig) initEngine(e *engine, newLimiter func() *RateLimiter, p
 		throttleBackoff: c.throttleBackoff,
 		classify:        c.classifier,
 		retryAfterLimit: c.retryAfterLimit,
+		maxRetryAfter:   c.maxRetryAfter,
 		longPolling:     c.longPolling,
 		hooks:           c.hooks,
 	}

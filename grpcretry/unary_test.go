@@ -284,7 +284,7 @@ func TestUnaryPushback(t *testing.T) {
 		{"longer than the backoff", []string{"250"}, 250 * time.Millisecond},
 		{"shorter than the backoff", []string{"0"}, time.Millisecond},
 		{"leading plus", []string{"+7"}, 7 * time.Millisecond},
-		{"24 hours", []string{"86400000"}, 24 * time.Hour},
+		{"at the ceiling", []string{"60000"}, retry.DefaultMaxRetryAfter},
 	}
 	for _, tc := range honoured {
 		t.Run(tc.name, func(t *testing.T) {
@@ -607,4 +607,24 @@ func TestUnaryCustomStrategy(t *testing.T) {
 			t.Errorf("server calls = %d, want 0", got)
 		}
 	})
+}
+
+// A pushback above the strategy's ceiling (WithMaxRetryAfter) ends the
+// call at once, with an error that says so, instead of a wait of a day.
+func TestUnaryPushbackAboveCeiling(t *testing.T) {
+	s, _, clk := newStandard(t)
+	srv, client, _ := setup(t, []reply{{code: codes.Unavailable, pushback: []string{"86400000"}}}, grpcretry.WithStrategy(s))
+	_, err := unaryCall(client, t.Context(), "x")
+	if !errors.Is(err, retry.ErrRetryAfterTooLong) {
+		t.Fatalf("err = %v, want it to wrap ErrRetryAfterTooLong", err)
+	}
+	if got := status.Code(err); got != codes.Unavailable {
+		t.Errorf("status code = %v, want the server's Unavailable", got)
+	}
+	if got := srv.Calls(); got != 1 {
+		t.Errorf("server calls = %d, want 1", got)
+	}
+	if got := clk.Slept(); len(got) != 0 {
+		t.Errorf("strategy waited %v, want no wait", got)
+	}
 }
