@@ -172,7 +172,9 @@ func fastScopeOf(s RetryStrategy) *scopeState {
 }
 
 // WithScope sets the scope the strategy keeps quota and rate state for,
-// such as one per endpoint (default "").
+// such as one per endpoint (default ""). A strategy keeps at most 256 bytes
+// of a scope's name: a longer name is kept, and reported by Stats, as its
+// first bytes and a digest of the whole.
 func WithScope(scope string) DoOption {
 	return DoOption{&doOption{kind: doScope, scope: scope}}
 }

@@ -2,9 +2,14 @@ package retry
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -80,6 +85,30 @@ const DefaultMaxScopes = 128
 // also keeps a rate limiter per scope, about 36 MiB.
 const MaxMaxScopes = 1 << 16
 
+// maxScopeName is the longest scope name a strategy keeps as it is: a
+// longer one is kept as its key (see scopeKey), no longer than this.
+const maxScopeName = 256
+
+// scopeKey returns the name a scope's state is kept under: name itself if
+// it is at most maxScopeName bytes long, and otherwise a copy of its first
+// bytes followed by "...#" and a SHA-256 digest of the whole (96 bits, in
+// hex), so that a strategy keeps at most maxScopeName bytes of each name,
+// however long the names it is given, and two long names share state only
+// if their digests collide.
+func scopeKey(name string) string {
+	if len(name) <= maxScopeName {
+		return name
+	}
+	h := sha256.New()
+	_, _ = io.WriteString(h, name)
+	digest := hex.EncodeToString(h.Sum(nil)[:12])
+	cut := maxScopeName - len("...#") - len(digest)
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return strings.Clone(name[:cut]) + "...#" + digest
+}
+
 // scopeCache keeps the state of the most recently used named scopes. When
 // it is full, the least recently used scope is forgotten; if it is seen
 // again it starts afresh, with a full bucket and an idle limiter. The bound
@@ -123,7 +152,7 @@ func newScopeCache(limit int, newState func(name string) *scopeState) *scopeCach
 // lookup returns the state of a scope the cache keeps, without creating
 // it or counting a use.
 func (c *scopeCache) lookup(name string) (*scopeState, bool) {
-	if v, ok := c.m.Load(name); ok {
+	if v, ok := c.m.Load(scopeKey(name)); ok {
 		return v.(*scopeState), true
 	}
 	return nil, false
@@ -145,6 +174,7 @@ func (c *scopeCache) snapshot() []*scopeState {
 // returned at once: it was not forgotten since (forgetting a scope starts
 // a new epoch), and its use is counted.
 func (c *scopeCache) get(name string) *scopeState {
+	name = scopeKey(name)
 	if st := c.hotScope(name); st != nil {
 		return st
 	}

@@ -94,6 +94,11 @@ func (e *sharedConfigError) Error() string {
 // Unwrap returns ErrInvalidConfig.
 func (e *sharedConfigError) Unwrap() error { return ErrInvalidConfig }
 
+// maxConfigPath is the longest AWS_CONFIG_FILE path accepted: PATH_MAX on
+// Linux. A longer one names no file a system can open, and would make every
+// error that names the file as long.
+const maxConfigPath = 4096
+
 // sharedConfigLocation returns the shared config file and the profile the
 // environment selects. getenv looks up an environment variable (os.LookupEnv
 // in production); homeDir returns the user's home directory
@@ -103,14 +108,17 @@ func (e *sharedConfigError) Unwrap() error { return ErrInvalidConfig }
 // home directory, or else ~/.aws/config. If AWS_CONFIG_FILE is unset or
 // empty and the home directory is unknown, path is "": there is no shared
 // config file. The profile is $AWS_PROFILE, or "default" if that is unset
-// or empty. The only error is a "~" in AWS_CONFIG_FILE that cannot be
-// expanded.
+// or empty. The only errors are an AWS_CONFIG_FILE longer than
+// maxConfigPath bytes and a "~" in it that cannot be expanded.
 func sharedConfigLocation(getenv func(string) (string, bool), homeDir func() (string, error)) (path, profile string, err error) {
 	profile = "default"
 	if p, ok := getenv("AWS_PROFILE"); ok && p != "" {
 		profile = p
 	}
 	if p, ok := getenv("AWS_CONFIG_FILE"); ok && p != "" {
+		if len(p) > maxConfigPath {
+			return "", profile, configError("AWS_CONFIG_FILE", quoteExcerpt(p), fmt.Sprintf("a path of at most %d bytes", maxConfigPath))
+		}
 		rest, tilde := strings.CutPrefix(p, "~")
 		if !tilde || rest != "" && rest[0] != '/' && rest[0] != filepath.Separator {
 			return p, profile, nil // no "~", or "~user", which is left as it is
@@ -120,7 +128,7 @@ func sharedConfigLocation(getenv func(string) (string, bool), homeDir func() (st
 			err = errors.New("home directory unknown")
 		}
 		if err != nil {
-			return "", profile, fmt.Errorf("%w: AWS_CONFIG_FILE = %q: cannot expand ~: %w", ErrInvalidConfig, p, err)
+			return "", profile, fmt.Errorf("%w: AWS_CONFIG_FILE = %s: cannot expand ~: %w", ErrInvalidConfig, quoteExcerpt(p), err)
 		}
 		return filepath.Join(home, rest), profile, nil
 	}

@@ -482,3 +482,36 @@ func FuzzSharedConfig(f *testing.F) {
 		}
 	})
 }
+
+// An AWS_CONFIG_FILE path longer than any a system opens is refused with a
+// short error, not quoted whole (a 1-MiB path made a 2-MiB message).
+func TestSharedConfigLocationLongPath(t *testing.T) {
+	long := "/" + strings.Repeat("a", 1<<20)
+	for _, p := range []string{long, "~" + long} {
+		getenv := func(k string) (string, bool) { return p, k == "AWS_CONFIG_FILE" }
+		_, _, err := sharedConfigLocation(getenv, func() (string, error) { return "/home/u", nil })
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Fatalf("err = %v, want ErrInvalidConfig", err)
+		}
+		msg := err.Error()
+		if len(msg) > 512 {
+			t.Errorf("error of %d bytes, want an excerpt of the path", len(msg))
+		}
+		for _, want := range []string{"AWS_CONFIG_FILE", "at most 4096 bytes", fmt.Sprintf("(%d bytes)", len(p))} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error %q does not say %q", msg, want)
+			}
+		}
+	}
+	ok := "/" + strings.Repeat("a", maxConfigPath-1)
+	path, _, err := sharedConfigLocation(func(k string) (string, bool) { return ok, k == "AWS_CONFIG_FILE" }, nil)
+	if err != nil || path != ok {
+		t.Errorf("a path of %d bytes: %v", maxConfigPath, err)
+	}
+
+	// Through the public entry point, the same.
+	_, err = FromEnvironmentLookup(func(k string) (string, bool) { return long, k == "AWS_CONFIG_FILE" })
+	if !errors.Is(err, ErrInvalidConfig) || len(err.Error()) > 1024 {
+		t.Errorf("FromEnvironmentLookup: error of %d bytes: %.200v", len(err.Error()), err)
+	}
+}

@@ -3,8 +3,11 @@ package retry_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
+	"unicode/utf8"
 
 	"github.com/retrykit/retry"
 	"github.com/stretchr/testify/assert"
@@ -84,4 +87,39 @@ func ExampleStandard_AllStats() {
 	// "": 500 of 500 retry tokens
 	// "b.example": 500 of 500 retry tokens
 	// "a.example": 500 of 500 retry tokens
+}
+
+// A strategy keeps at most 256 bytes of a scope's name: 200 distinct
+// 1-MiB names keep a few KiB, not 200 MiB, and stay distinct scopes.
+func TestLongScopeNamesKeepBoundedMemory(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithMaxScopes(256))
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	long := func(i int) string { return fmt.Sprintf("%08d", i) + strings.Repeat("é", 1<<19) } // 1 MiB
+	for i := range 200 {
+		_, err := retry.Do(t.Context(), func(context.Context) (int, error) { return 1, nil },
+			retry.WithStrategy(s), retry.WithScope(long(i)))
+		require.NoError(t, err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	assert.Less(t, int64(after.HeapAlloc)-int64(before.HeapAlloc), int64(32<<20), "the strategy keeps the names")
+
+	all := s.AllStats()
+	require.Len(t, all, 201) // the default scope and the 200
+	seen := map[string]bool{}
+	for _, st := range all[1:] {
+		assert.LessOrEqual(t, len(st.Scope), 256)
+		assert.True(t, utf8.ValidString(st.Scope), "cut at a character boundary")
+		seen[st.Scope] = true
+	}
+	assert.Len(t, seen, 200, "distinct names stay distinct scopes")
+	st, ok := s.Stats(long(7))
+	require.True(t, ok, "a long name finds its scope")
+	assert.Equal(t, long(7), st.Scope)
+	_, ok = s.Stats(long(7) + "x")
+	assert.False(t, ok)
+	runtime.KeepAlive(s)
 }
