@@ -242,6 +242,37 @@ func Classify(err error) Classification {
 // costs little.
 const maxChain = 100
 
+// FiniteChain reports whether err's chain, through Unwrap() error and
+// Unwrap() []error, ends within the first 100 errors, the most Classify
+// looks at. errors.Is and errors.As never return on a chain that leads
+// back to itself; a Classifier that calls them, or calls code that does
+// (status.FromError of gRPC, the AWS SDK's retryables), checks FiniteChain
+// first and leaves any other error to Classify, which is bounded. A nil
+// err has a finite chain.
+func FiniteChain(err error) bool { return chainSize(err, 0) < maxChain }
+
+// chainSize returns n plus the number of errors in err's chain, or
+// maxChain if that is more.
+func chainSize(err error, n int) int {
+	for err != nil && n < maxChain {
+		n++
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if n = chainSize(e, n); n >= maxChain {
+					break
+				}
+			}
+			return n
+		default:
+			return n
+		}
+	}
+	return min(n, maxChain)
+}
+
 // appendChain appends err and the errors of its chain to dst, in the order
 // errors.Is and errors.As visit them, until dst holds maxChain errors.
 func appendChain(dst []error, err error) []error {

@@ -692,3 +692,37 @@ func TestClassifyEndlessChains(t *testing.T) {
 		})
 	}
 }
+
+func TestFiniteChain(t *testing.T) {
+	deep := error(errors.New("root"))
+	for range 98 {
+		deep = fmt.Errorf("wrap: %w", deep)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, true},
+		{"one", errors.New("x"), true},
+		{"join", errors.Join(errors.New("a"), fmt.Errorf("b: %w", errors.New("c"))), true},
+		{"99 errors", deep, true},
+		{"100 errors", fmt.Errorf("wrap: %w", deep), false},
+		{"Unwrap returns itself", &selfWrapping{}, false},
+		{"a join that contains itself", &selfJoining{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, retry.FiniteChain(tc.err))
+		})
+	}
+}
+
+type selfWrapping struct{}
+
+func (e *selfWrapping) Error() string { return "self" }
+func (e *selfWrapping) Unwrap() error { return e }
+
+type selfJoining struct{}
+
+func (e *selfJoining) Error() string   { return "self join" }
+func (e *selfJoining) Unwrap() []error { return []error{e, e} }

@@ -37,11 +37,15 @@ import (
 //     retry.ClassifyStatus gives it), else the ErrorFault of a
 //     smithy.APIError.
 //
+// An error whose chain does not end within 100 errors (one whose Unwrap
+// leads back to itself; see retry.FiniteChain) is classified by
+// retry.Classify alone: the SDK's checks would never return on it.
+//
 // Classify is safe for concurrent use.
 func Classify(err error) retry.Classification {
 	c := retry.Classify(err)
-	if err == nil {
-		return c
+	if err == nil || !retry.FiniteChain(err) {
+		return c // the SDK's checks and errors.As would never return on a chain without end
 	}
 	if !decided(err) {
 		switch sdkRetryables.IsErrorRetryable(err) {

@@ -29,8 +29,10 @@ import (
 //     ABORTED is left to the caller, who can retry the whole transaction.
 //
 // An error with no gRPC status (an interceptor's own error, say) is
-// classified by retry.Classify; a nil error, or one whose status is OK,
-// gets the zero Classification.
+// classified by retry.Classify, and so is one whose chain does not end
+// within 100 errors (see retry.FiniteChain), on which status.FromError
+// would never return; a nil error, or one whose status is OK, gets the
+// zero Classification.
 //
 // grpc-go also reports messages larger than its configured limits as
 // RESOURCE_EXHAUSTED; such calls are retried too, up to the strategy's
@@ -38,6 +40,9 @@ import (
 func Classify(err error) retry.Classification {
 	if err == nil {
 		return retry.Classification{}
+	}
+	if !retry.FiniteChain(err) {
+		return retry.Classify(err) // status.FromError would never return
 	}
 	st, ok := status.FromError(err)
 	if !ok {

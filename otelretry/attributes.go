@@ -35,6 +35,9 @@ func retryReason(c retry.Classification) string {
 // EventGiveUp.
 func giveUpReason(reason error) string {
 	switch {
+	case !retry.FiniteChain(reason): // errors.Is would never return
+	case errors.Is(reason, retry.ErrRetryAfterTooLong):
+		return "retry_after_too_long"
 	case errors.Is(reason, retry.ErrNotRetryable):
 		return "not_retryable"
 	case errors.Is(reason, retry.ErrMaxAttemptsExceeded):
@@ -63,6 +66,9 @@ var wrapperTypes = map[reflect.Type]bool{
 // errorType returns the value of the error.type attribute of err, a
 // failed attempt's error, as the package documentation describes.
 func errorType(err error) string {
+	if !retry.FiniteChain(err) {
+		return fmt.Sprintf("%T", err) // errors.As would never return
+	}
 	var typed interface{ ErrorType() string }
 	if errors.As(err, &typed) {
 		if t := typed.ErrorType(); t != "" {

@@ -64,7 +64,8 @@
 // Retries and waits have retry.reason, what the strategy made of the
 // error: throttle, timeout or transient. Give-ups have retry.reason, why
 // no further attempt is made: not_retryable, max_attempts, quota,
-// rate_limited, deadline, canceled, invalid_config, or _OTHER.
+// rate_limited, deadline, canceled, invalid_config, retry_after_too_long
+// (the service asked for a wait above the strategy's ceiling), or _OTHER.
 //
 // Retries, and give-ups after a failed attempt, have error.type, the
 // semantic conventions' attribute: what the error's ErrorType() string
