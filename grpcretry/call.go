@@ -148,7 +148,7 @@ func newCallError(ctx context.Context, attempts int, err, reason error) error {
 	case err != nil:
 		e.st = status.Convert(err)
 	case errors.Is(reason, retry.ErrRateLimited):
-		e.st = status.New(codes.ResourceExhausted, reason.Error())
+		e.st = localRefusal(reason)
 	case errors.Is(reason, retry.ErrDeadlineTooSoon):
 		e.st = status.New(codes.DeadlineExceeded, reason.Error())
 	default:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/grpcretry"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -129,4 +130,19 @@ func ExampleDisable() {
 	// Output:
 	// Unavailable
 	// SERVING <nil>
+}
+
+// A RESOURCE_EXHAUSTED that the client's own rate limiter produced, before
+// any attempt, is told from the server's throttle, even once a server has
+// passed its status on.
+func ExampleIsLocalRefusal() {
+	passedOn, _ := status.New(codes.ResourceExhausted, "grpcretry: refused by the client before sending (no attempt made)").
+		WithDetails(&errdetails.ErrorInfo{Reason: grpcretry.ReasonClientRateLimited, Domain: grpcretry.ErrorDomain})
+	throttle := status.Error(codes.ResourceExhausted, "rate exceeded")
+
+	fmt.Println(grpcretry.IsLocalRefusal(passedOn.Err()))
+	fmt.Println(grpcretry.IsLocalRefusal(throttle))
+	// Output:
+	// true
+	// false
 }
