@@ -146,3 +146,81 @@ func TestTransportRetriesConnectionClosedBeforeResponse(t *testing.T) {
 		})
 	}
 }
+
+// staleConnServer serves its second request by closing the connection
+// without an answer, as a server that timed out a kept-alive connection
+// just as the request arrived; every other request gets 200.
+func staleConnServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	return countingServer(t, func(w http.ResponseWriter, r *http.Request, n int64) {
+		if n == 2 {
+			hangUp(t, w)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+}
+
+// net/http resends an idempotent request by itself when a reused
+// connection fails: a hidden attempt. With ExactAttempts the strategy sees
+// and counts every attempt, so its limit is the server's count.
+func TestTransportExactAttempts(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		exact         bool
+		maxAttempts   int
+		method        string
+		header        string
+		wantServer    int64 // attempts the server saw for the two requests
+		wantSecondErr bool
+	}{
+		{"hidden attempt by net/http", false, 1, http.MethodGet, "", 3, false},
+		{"exact, no retries", true, 1, http.MethodGet, "", 2, true},
+		{"exact, retried by the strategy", true, 3, http.MethodGet, "", 3, false},
+		{"exact HEAD", true, 1, http.MethodHead, "", 2, true},
+		{"exact POST with an idempotency key", true, 1, http.MethodPost, "Idempotency-Key", 2, true},
+		{"exact PUT with a body", true, 1, http.MethodPut, "", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, count := staleConnServer(t)
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			var events []retry.Event
+			s, err := retry.NewStandard(retry.WithMaxAttempts(tc.maxAttempts), retry.WithBackoff(retry.NoBackoff),
+				retry.WithHook(func(e retry.Event) { events = append(events, e) }))
+			require.NoError(t, err)
+			client := &http.Client{Transport: &retry.Transport{Base: base, Strategy: s, ExactAttempts: tc.exact}}
+			var errs []error
+			for range 2 {
+				var body io.Reader
+				if tc.method == http.MethodPut {
+					body = strings.NewReader("payload")
+				}
+				req, err := http.NewRequest(tc.method, srv.URL, body)
+				require.NoError(t, err)
+				if tc.header != "" {
+					req.Header.Set(tc.header, "k-1")
+				}
+				resp, err := client.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				errs = append(errs, err)
+			}
+			require.NoError(t, errs[0])
+			assert.Equal(t, tc.wantSecondErr, errs[1] != nil, "second request: %v", errs[1])
+			assert.Equal(t, tc.wantServer, count.Load(), "attempts the server saw")
+			attempts := 0
+			for _, e := range events {
+				if e.Kind == retry.EventAttempt || e.Kind == retry.EventRetry {
+					attempts++
+				}
+			}
+			if tc.exact {
+				assert.Equal(t, int(count.Load()), attempts, "the strategy counted every attempt")
+			} else {
+				assert.Equal(t, 2, attempts, "the strategy saw one attempt per request")
+			}
+		})
+	}
+}

@@ -80,6 +80,24 @@ type Transport struct {
 	// Clock is the time that a Retry-After HTTP date is measured from.
 	// nil: the system clock.
 	Clock Clock
+
+	// ExactAttempts makes every attempt the server sees one the strategy
+	// counts. By default net/http's Transport (Base) resends an idempotent
+	// request by itself, once, when a kept-alive connection it reused
+	// turns out closed (the server timed it out as the request went), and
+	// the strategy never learns of it: under connection churn a server can
+	// see more attempts than WithMaxAttempts allows, unpaced and unpaid
+	// for. With ExactAttempts, each attempt is handed to Base in a form
+	// that net/http does not resend (its GetBody is nil, and a request
+	// without a body gets an empty one, as net/http sends a GET or HEAD
+	// the same way; a bodiless request that net/http would resend because
+	// of an Idempotency-Key header is sent with an empty chunked body), so
+	// the failure comes back to the strategy, which retries it as any
+	// other: counted, with backoff, paid from the retry quota. The cost is
+	// that a stale connection, which net/http retried at once for free,
+	// now costs a retry. DisableKeepAlives on Base also ends hidden
+	// attempts, at the price of a connection per request.
+	ExactAttempts bool
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -308,6 +326,9 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 			req.Body = body
 		}
 	}
+	if rt.t.ExactAttempts {
+		req = unreplayable(ctx, req, rt.attempts == 1)
+	}
 	resp, err := rt.base.RoundTrip(req)
 	switch {
 	case err != nil:
@@ -341,6 +362,41 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// unreplayable returns a copy of req, an attempt's request, that net/http's
+// Transport will not send again by itself (see Request.isReplayable in
+// net/http): its GetBody is nil, and if net/http would resend it without a
+// body it has an empty body instead. callers says that req is the
+// caller's own request, which must not change.
+func unreplayable(ctx context.Context, req *http.Request, callers bool) *http.Request {
+	if callers {
+		req = req.WithContext(ctx)
+	}
+	req.GetBody = nil
+	if (req.Body == nil || req.Body == http.NoBody) && netHTTPReplays(req) {
+		req.Body = emptyBody{}
+	}
+	return req
+}
+
+// netHTTPReplays reports whether net/http's Transport resends a bodiless
+// req by itself after a failure on a reused connection.
+func netHTTPReplays(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// emptyBody is a request body with nothing in it that net/http cannot
+// rewind.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }
 
 // mark makes err, the failure of an attempt, not retryable if the request
 // cannot be sent again. It keeps what Classify finds of throttling and
