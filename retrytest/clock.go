@@ -101,6 +101,11 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.advance(d)
+}
+
+// advance is Advance with c.mu held.
+func (c *Clock) advance(d time.Duration) {
 	c.init()
 	c.now = c.now.Add(d)
 	n := len(c.waiters)
@@ -147,6 +152,71 @@ func (c *Clock) BlockUntilWaiters(ctx context.Context, n int) error {
 		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// Run calls f and, while f runs, moves the clock to the end of each wait as
+// soon as one is pending, so that the code under test waits no real time
+// and the test needs no Waiters, BlockUntilWaiters or Advance. It returns
+// how far it moved the clock: the total of the waits, which a test can
+// compare with the backoff it expects.
+//
+//	clock := retrytest.NewClock(time.Time{})
+//	s := retrytest.Standard(t, retry.WithClock(clock))
+//	waited := clock.Run(func() {
+//		_, err = retry.Do(ctx, fn, retry.WithStrategy(s))
+//	})
+//
+// f runs on the caller's goroutine, so it may call t.Fatal. When several
+// goroutines wait on the clock at once, Run ends the earliest wait first,
+// as soon as any is pending; a test that must see several waits start
+// before time moves uses BlockUntilWaiters and Advance instead.
+func (c *Clock) Run(f func()) (advanced time.Duration) {
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	var moved time.Duration
+	go func() {
+		defer close(stopped)
+		moved = c.advanceWaits(stop)
+	}()
+	defer func() { // also when f panics or calls t.FailNow
+		close(stop)
+		<-stopped
+		advanced = moved
+	}()
+	f()
+	return 0 // set by the deferred function
+}
+
+// advanceWaits moves the clock to the end of the earliest pending wait
+// whenever one is pending, until stop is closed, and returns how far it
+// moved the clock.
+func (c *Clock) advanceWaits(stop <-chan struct{}) time.Duration {
+	var moved time.Duration
+	for {
+		c.mu.Lock()
+		if len(c.waiters) > 0 {
+			next := c.waiters[0].until
+			for _, w := range c.waiters[1:] {
+				if w.until.Before(next) {
+					next = w.until
+				}
+			}
+			d := next.Sub(c.now)
+			c.advance(d)
+			moved += d
+			c.mu.Unlock()
+			continue
+		}
+		if c.changed == nil {
+			c.changed = make(chan struct{})
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-stop:
+			return moved
 		}
 	}
 }

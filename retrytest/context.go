@@ -30,9 +30,8 @@ import (
 func Context(t testing.TB, opts ...retry.StandardOption) (context.Context, *retry.Standard) {
 	t.Helper()
 	s, err := retry.NewStandard(opts...)
-	if err != nil {
-		t.Fatalf("retrytest.Context: %v", err)
-		return nil, nil // for a testing.TB whose Fatalf returns
+	if s = built(t, "Context", s, err); s == nil {
+		return nil, nil
 	}
 	return retry.ContextWithStrategy(t.Context(), s), s
 }

@@ -82,3 +82,25 @@ func ExampleContext() {
 		t.Logf("retry quota left: %v", stats.RetryQuota.Available)
 	}
 }
+
+// The shortest way to test code that retries: a strategy of the test's
+// own on a manual clock, and Run, which ends each wait as soon as it
+// starts and says how long the waits were.
+func ExampleClock_Run() {
+	clock := retrytest.NewClock(time.Time{})
+	strategy, err := retry.NewStandard(retry.WithClock(clock), retry.WithBackoff(retry.ConstantBackoff(time.Second)))
+	if err != nil { // in a test: strategy := retrytest.Standard(t, ...)
+		panic(err)
+	}
+	calls := 0
+	waited := clock.Run(func() {
+		_, err = retry.Do(context.Background(), func(context.Context) (int, error) {
+			if calls++; calls < 3 {
+				return 0, retry.Transient(errors.New("unavailable"))
+			}
+			return 1, nil
+		}, retry.WithStrategy(strategy))
+	})
+	fmt.Println(err, calls, waited)
+	// Output: <nil> 3 2s
+}
