@@ -35,7 +35,7 @@ if [ "${INSTR:-}" != 0 ]; then
 	BENCH="$BENCH" ./callgrind.sh >>"$raw"
 	echo "command: Made by \`$command\` ($COUNT timed rounds, medians; instructions from \`./callgrind.sh\`, the same cases, one thread, no GC)." >>"$raw"
 else
-	echo "command: Made by \`INSTR=0 $command\` ($COUNT timed rounds, medians)." >>"$raw"
+	echo "command: Made by \`cd bench && INSTR=0 COUNT=$COUNT ./run.sh\` ($COUNT timed rounds, medians)." >>"$raw"
 fi
 
 readmes=()
