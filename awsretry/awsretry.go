@@ -30,6 +30,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,8 +94,8 @@ func WithStrategy(s retry.RetryStrategy, opts ...Option) config.LoadOptionsFunc 
 // that is then never made (the context ended between the two) is given
 // back with ReleaseToken, when the strategy has that method.
 //
-// A Retryer is immutable and safe for concurrent use by any number of
-// clients and calls. Create one with New; the zero value and nil are not
+// A Retryer is safe for concurrent use by any number of clients and
+// calls; its configuration is immutable. Create one with New; the zero value and nil are not
 // usable: their methods fail as when the per-call state is missing.
 type Retryer struct {
 	strategy    retry.RetryStrategy
@@ -102,6 +103,33 @@ type Retryer struct {
 	scope       func(context.Context) string
 	maxAttempts int                                               // 0: the strategy reports none
 	releaser    interface{ ReleaseToken(retry.RetryToken) error } // nil: the strategy has no ReleaseToken
+
+	// last is the classifier's latest answer, kept so that the SDK's two
+	// questions about one failed attempt (IsErrorRetryable, then
+	// GetRetryToken) classify its error once.
+	last atomic.Pointer[classification]
+}
+
+// classification is what the classifier said of err.
+type classification struct {
+	err error
+	c   retry.Classification
+}
+
+// classifyOnce returns r.classify(err), from r.last if that holds the
+// answer for err. Only errors held by pointer, as the SDK's are, are
+// compared (comparing others may panic); the classifier being a function
+// of its error, an answer for the same pointer is the same answer.
+func (r *Retryer) classifyOnce(err error) retry.Classification {
+	if err == nil || reflect.TypeOf(err).Kind() != reflect.Pointer {
+		return r.classify(err)
+	}
+	if last := r.last.Load(); last != nil && last.err == err {
+		return last.c
+	}
+	c := r.classify(err)
+	r.last.Store(&classification{err: err, c: c})
+	return c
 }
 
 var _ aws.RetryerV2 = (*Retryer)(nil)
@@ -215,7 +243,7 @@ func (r *Retryer) IsErrorRetryable(err error) bool {
 	if r == nil || r.classify == nil {
 		return false
 	}
-	return r.classify(err).Retryable()
+	return r.classifyOnce(err).Retryable()
 }
 
 // MaxAttempts returns the strategy's attempt limit, the first attempt

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -645,4 +646,32 @@ func TestDoWithSDKRetries(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The classifier runs once per failed attempt, although the SDK asks about
+// each failure twice (IsErrorRetryable, then GetRetryToken), and once for
+// the failure that ends a call.
+func TestClassifierRunsOncePerFailure(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	var calls atomic.Int64
+	classify := func(err error) retry.Classification {
+		calls.Add(1)
+		return awsretry.Classify(err)
+	}
+	fake := newFake(func(key string) []reply {
+		if key == "bad" {
+			return []reply{unavailable, validation}
+		}
+		return []reply{unavailable, unavailable}
+	})
+	client := newClient(t, fake, "", awsretry.WithStrategy(s, awsretry.WithClassifier(classify)))
+	require.NoError(t, get(t.Context(), client, "k")) // fail, fail, ok
+	assert.Len(t, fake.seen("k"), 3)
+	assert.Equal(t, int64(2), calls.Load(), "two failed attempts, one classification each")
+
+	calls.Store(0)
+	require.Error(t, get(t.Context(), client, "bad")) // fail (retried), fail (not retryable)
+	assert.Len(t, fake.seen("bad"), 2)
+	assert.Equal(t, int64(2), calls.Load())
 }

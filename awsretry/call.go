@@ -133,7 +133,7 @@ func (c *call) refresh(ctx context.Context, opErr error) (func(error) error, err
 	if c.noRetry != nil {
 		return nil, fmt.Errorf("awsretry: no retries, the initial token was refused: %w", c.noRetry)
 	}
-	cl := c.r.classify(opErr)
+	cl := c.r.classifyOnce(opErr) // the SDK has just asked IsErrorRetryable about it
 	cl.Safety = retry.SafetyYes
 	s := c.r.strategy
 	tok, err := s.RefreshRetryToken(ctx, c.token, mark(opErr, cl))
@@ -174,7 +174,7 @@ func (c *call) finish(ctx context.Context) {
 		// waits. If the SDK's attempt limit (RetryMaxAttempts) stopped the
 		// call before the strategy's would, the error is marked not
 		// retryable, so that the strategy refuses instead of granting.
-		cl := c.r.classify(c.lastErr)
+		cl := c.r.classifyOnce(c.lastErr)
 		if cl.Retryable() && (c.r.maxAttempts == 0 || c.attempts < c.r.maxAttempts) {
 			cl.Safety = retry.SafetyNo
 		}
