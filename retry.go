@@ -411,7 +411,7 @@ func start[T any](ctx context.Context, fn func(context.Context) (T, error), c *c
 	tokenErr := c.acquire(ctx, scope)
 	if tokenErr != nil && noAttempt(ctx, tokenErr) {
 		var zero T
-		return zero, &Error{Reason: tokenErr}
+		return zero, gaveUp(ctx, &Error{Reason: tokenErr})
 	}
 	return retryLoop(ctx, fn, c, timeout, tokenErr, 0, nil)
 }
@@ -441,10 +441,10 @@ func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), 
 				// Its deadline has passed, though its timer has not fired yet.
 				return zero, &Error{Attempts: attempts, Err: err, Reason: context.DeadlineExceeded}
 			case tokenErr != nil:
-				return zero, &Error{Attempts: attempts, Err: err, Reason: tokenErr}
+				return zero, gaveUp(ctx, &Error{Attempts: attempts, Err: err, Reason: tokenErr})
 			}
 			if reason := c.refresh(ctx, err); reason != nil {
-				return zero, &Error{Attempts: attempts, Err: err, Reason: reason}
+				return zero, gaveUp(ctx, &Error{Attempts: attempts, Err: err, Reason: reason})
 			}
 		}
 		attempts++
@@ -463,6 +463,15 @@ func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), 
 			return v, nil
 		}
 	}
+}
+
+// gaveUp returns e, the error of a call made with ctx that gave up, having
+// told the request ctx serves, if NewHandler serves one (see markGiveUp).
+func gaveUp(ctx context.Context, e *Error) *Error {
+	if handlersServing.Load() {
+		markGiveUp(ctx, e)
+	}
+	return e
 }
 
 // noAttempt reports whether err, a strategy's refusal of an initial token,

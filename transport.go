@@ -24,7 +24,10 @@ import (
 // AWS throttling error codes of the x-amzn-ErrorType header. A server's
 // retry hint, in the x-amz-retry-after or Retry-After header (see
 // ParseRetryAfter), is attached to the failure with WithRetryAfter, so the
-// strategy waits at least that long.
+// strategy waits at least that long. A failed response with the header
+// X-Should-Retry: false (see NoRetryHeader, NewHandler) is not retried, and
+// its error wraps ErrNoRetryAnswer; one with X-Should-Retry: true is
+// retried if the request may be sent twice.
 //
 // Only requests that may be sent twice are retried: those Idempotent
 // allows (by default GET, HEAD, OPTIONS, TRACE, PUT and DELETE, and any
@@ -98,6 +101,16 @@ type Transport struct {
 	// now costs a retry. DisableKeepAlives on Base also ends hidden
 	// attempts, at the price of a connection per request.
 	ExactAttempts bool
+
+	// SendAttempts makes each attempt carry its number and the strategy's
+	// attempt limit in the AttemptHeader header ("amz-sdk-request:
+	// attempt=2; max=3", as the AWS SDKs send it), unless the request has
+	// that header already, so that a server wrapped with NewHandler knows
+	// whether its caller will retry (InboundFromContext). The limit is
+	// sent when the strategy has a MaxAttempts() int method, as Standard
+	// and Adaptive do. Each attempt then sends a copy of the request's
+	// header.
+	SendAttempts bool
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -129,6 +142,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	strategy := t.Strategy
 	if strategy == nil {
 		strategy = StrategyFromContext(ctx)
+	}
+	if m, ok := strategy.(interface{ MaxAttempts() int }); ok && t.SendAttempts {
+		rt.maxAttempts = m.MaxAttempts()
 	}
 	if rt.base == nil {
 		rt.base = http.DefaultTransport
@@ -300,9 +316,10 @@ type roundTrip struct {
 	t        *Transport
 	req      *http.Request
 	base     http.RoundTripper
-	replay   bool           // req may be sent again
-	attempts int            // attempts started
-	failed   *http.Response // the latest failed attempt's response
+	replay      bool           // req may be sent again
+	attempts    int            // attempts started
+	maxAttempts int            // the strategy's attempt limit, for SendAttempts; 0: unknown
+	failed      *http.Response // the latest failed attempt's response
 }
 
 // attempt sends req once: the first time as it is, later as a shallow
@@ -327,7 +344,21 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 		}
 	}
 	if rt.t.ExactAttempts {
-		req = unreplayable(ctx, req, rt.attempts == 1)
+		req = unreplayable(ctx, req, req == rt.req)
+	}
+	if rt.t.SendAttempts && len(rt.req.Header[AttemptHeader]) == 0 {
+		if req == rt.req {
+			req = req.WithContext(ctx)
+		}
+		req.Header = req.Header.Clone()
+		if req.Header == nil {
+			req.Header = make(http.Header, 1)
+		}
+		v := "attempt=" + strconv.Itoa(rt.attempts)
+		if rt.maxAttempts > 0 {
+			v += "; max=" + strconv.Itoa(rt.maxAttempts)
+		}
+		req.Header[AttemptHeader] = []string{v}
 	}
 	resp, err := rt.base.RoundTrip(req)
 	switch {
@@ -353,6 +384,12 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 	if err := check(resp); err != nil {
 		if d, ok := parseRetryAfter(resp.Header, rt.t.now); ok && d > 0 {
 			err = WithRetryAfter(err, d)
+		}
+		switch v := headerField(resp.Header, NoRetryHeader); {
+		case strings.EqualFold(v, "false"):
+			err = Permanent(fmt.Errorf("%w: %w", ErrNoRetryAnswer, err))
+		case strings.EqualFold(v, "true"):
+			err = Transient(err)
 		}
 		if rt.replay {
 			release(resp)
