@@ -313,9 +313,9 @@ func CheckStatus(resp *http.Response) error {
 
 // roundTrip is the state of one RoundTrip call.
 type roundTrip struct {
-	t        *Transport
-	req      *http.Request
-	base     http.RoundTripper
+	t           *Transport
+	req         *http.Request
+	base        http.RoundTripper
 	replay      bool           // req may be sent again
 	attempts    int            // attempts started
 	maxAttempts int            // the strategy's attempt limit, for SendAttempts; 0: unknown
