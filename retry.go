@@ -466,11 +466,9 @@ func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), 
 }
 
 // gaveUp returns e, the error of a call made with ctx that gave up, having
-// told the request ctx serves, if NewHandler serves one (see markGiveUp).
+// told the request ctx serves, if any (see ReportGiveUp).
 func gaveUp(ctx context.Context, e *Error) *Error {
-	if handlersServing.Load() {
-		markGiveUp(ctx, e)
-	}
+	ReportGiveUp(ctx, e)
 	return e
 }
 

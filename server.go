@@ -95,12 +95,57 @@ type Inbound struct {
 // fails: its attempt limit is known and not reached.
 func (in Inbound) WillRetry() bool { return in.MaxAttempts > in.Attempt }
 
-// layer is the state NewHandler keeps for one request, in its context.
-type layer struct {
+// A Layer is the state of one request a service serves, for the calls it
+// makes while serving it: what the request says of its client's retries,
+// the service's LayerPolicy, and whether a call gave up in a way that the
+// service's answer should pass on (see ReportGiveUp). NewHandler keeps one
+// for each HTTP request; servers of other protocols (the gRPC server
+// interceptors of grpcretry) make one with NewLayer. A Layer is safe for
+// concurrent use by the goroutines serving its request.
+type Layer struct {
 	inbound    Inbound
 	hasInbound bool
 	policy     LayerPolicy
-	gaveUp     atomic.Bool // a call made for the request gave up, as markGiveUp tells
+	gaveUp     atomic.Bool
+}
+
+// NewLayer returns the state of one request a service serves under
+// policy; in is what the request says of its client's retries (an Attempt
+// of 0: nothing). A policy out of range, or a malformed in, is an error
+// wrapping ErrInvalidConfig.
+func NewLayer(policy LayerPolicy, in Inbound) (*Layer, error) {
+	if err := checkPolicy(policy); err != nil {
+		return nil, err
+	}
+	l := &Layer{policy: policy}
+	if in != (Inbound{}) {
+		if in.Attempt < 1 || in.MaxAttempts < 0 || in.MaxAttempts != 0 && in.Attempt > in.MaxAttempts {
+			return nil, configError("NewLayer inbound", fmt.Sprintf("%+v", in), "Attempt >= 1 and MaxAttempts 0 (unknown) or >= Attempt")
+		}
+		l.inbound, l.hasInbound = in, true
+	}
+	if !handlersServing.Load() {
+		handlersServing.Store(true)
+	}
+	return l, nil
+}
+
+// Context returns a copy of ctx that carries l: the context to serve the
+// request with, so that the calls made with it report to l.
+func (l *Layer) Context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, layerKey{}, l)
+}
+
+// GaveUp reports whether a call made with l's context gave up in a way
+// that, under l's policy, the service's failing answer should tell its
+// client not to retry: always false under RetryEveryLayer.
+func (l *Layer) GaveUp() bool { return l.gaveUp.Load() }
+
+func checkPolicy(p LayerPolicy) error {
+	if p != RetryNearestFailure && p != RetryEveryLayer {
+		return configError("WithLayerPolicy", p, "RetryNearestFailure or RetryEveryLayer")
+	}
+	return nil
 }
 
 type layerKey struct{}
@@ -118,7 +163,7 @@ func InboundFromContext(ctx context.Context) (in Inbound, ok bool) {
 	if ctx == nil {
 		return Inbound{}, false
 	}
-	l, _ := ctx.Value(layerKey{}).(*layer)
+	l, _ := ctx.Value(layerKey{}).(*Layer)
 	if l == nil || !l.hasInbound {
 		return Inbound{}, false
 	}
@@ -142,8 +187,9 @@ func NewHandler(h http.Handler, opts ...HandlerOption) (http.Handler, error) {
 	switch {
 	case h == nil:
 		return nil, configError("NewHandler handler", "nil", "a non-nil http.Handler")
-	case cfg.policy != RetryNearestFailure && cfg.policy != RetryEveryLayer:
-		return nil, configError("WithLayerPolicy", cfg.policy, "RetryNearestFailure or RetryEveryLayer")
+	}
+	if err := checkPolicy(cfg.policy); err != nil {
+		return nil, err
 	}
 	if !handlersServing.Load() {
 		handlersServing.Store(true)
@@ -173,7 +219,7 @@ func (h *layerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // call made for the request gave up. It holds the request's layer.
 type layerWriter struct {
 	http.ResponseWriter
-	l           layer
+	l           Layer
 	wroteHeader bool
 }
 
@@ -242,13 +288,18 @@ func parseAttemptHeader(v string) (Inbound, bool) {
 	return in, true
 }
 
-// markGiveUp tells the request being served with ctx, if NewHandler
-// serves it, that a call made for it gave up as e says, when that is a
-// reason to answer the caller not to retry: the call's attempts, retry
-// quota or send slots ran out, or the server below answered not to retry.
-// It costs nothing on the success path: only a call that gives up looks.
-func markGiveUp(ctx context.Context, e *Error) {
-	l, _ := ctx.Value(layerKey{}).(*layer)
+// ReportGiveUp tells the Layer of the request being served with ctx, if
+// any, that a call made for it gave up as e says, when that is a reason
+// for the service to answer its client not to retry: the call's attempts,
+// retry quota or send slots ran out, or the server below answered not to
+// retry (e.Err wraps ErrNoRetryAnswer). Do, Run and Transport call it when
+// they give up; an integration that drives a strategy itself (grpcretry)
+// calls it too. A nil ctx or e does nothing.
+func ReportGiveUp(ctx context.Context, e *Error) {
+	if ctx == nil || e == nil || !handlersServing.Load() {
+		return
+	}
+	l, _ := ctx.Value(layerKey{}).(*Layer)
 	if l == nil || l.policy != RetryNearestFailure || l.gaveUp.Load() {
 		return
 	}

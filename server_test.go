@@ -273,3 +273,34 @@ type discardWriter struct{}
 func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (discardWriter) WriteHeader(int)             {}
+
+// NewLayer is the building block for servers of other protocols.
+func TestNewLayer(t *testing.T) {
+	l, err := retry.NewLayer(retry.RetryNearestFailure, retry.Inbound{Attempt: 2, MaxAttempts: 3})
+	require.NoError(t, err)
+	ctx := l.Context(t.Context())
+	in, ok := retry.InboundFromContext(ctx)
+	assert.True(t, ok)
+	assert.Equal(t, retry.Inbound{Attempt: 2, MaxAttempts: 3}, in)
+	assert.False(t, l.GaveUp())
+	retry.ReportGiveUp(ctx, &retry.Error{Attempts: 1, Reason: retry.ErrNotRetryable}) // a 404: nothing to pass on
+	assert.False(t, l.GaveUp())
+	retry.ReportGiveUp(ctx, &retry.Error{Attempts: 3, Reason: retry.ErrMaxAttemptsExceeded})
+	assert.True(t, l.GaveUp())
+	var nilCtx context.Context
+	retry.ReportGiveUp(nilCtx, nil) // does nothing
+
+	every, err := retry.NewLayer(retry.RetryEveryLayer, retry.Inbound{})
+	require.NoError(t, err)
+	retry.ReportGiveUp(every.Context(t.Context()), &retry.Error{Attempts: 3, Reason: retry.ErrRetryQuotaExceeded})
+	assert.False(t, every.GaveUp(), "RetryEveryLayer passes nothing on")
+	_, ok = retry.InboundFromContext(every.Context(t.Context()))
+	assert.False(t, ok)
+
+	for _, in := range []retry.Inbound{{Attempt: 0, MaxAttempts: 3}, {Attempt: 4, MaxAttempts: 3}, {Attempt: 1, MaxAttempts: -1}} {
+		_, err := retry.NewLayer(retry.RetryNearestFailure, in)
+		require.ErrorIs(t, err, retry.ErrInvalidConfig, "%+v", in)
+	}
+	_, err = retry.NewLayer(9, retry.Inbound{})
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+}
