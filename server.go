@@ -206,7 +206,7 @@ func (h *layerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lw := &layerWriter{ResponseWriter: w} // the request's state and writer in one allocation
 	l := &lw.l
 	l.policy = h.policy
-	l.inbound, l.hasInbound = parseAttemptHeader(headerField(r.Header, AttemptHeader))
+	l.inbound, l.hasInbound = ParseAttemptHeader(headerField(r.Header, AttemptHeader))
 	r = r.WithContext(context.WithValue(r.Context(), layerKey{}, l))
 	if h.policy == RetryEveryLayer {
 		h.next.ServeHTTP(w, r)
@@ -257,9 +257,11 @@ func DontRetry(w http.ResponseWriter) {
 // makes more attempts, and larger values are malformed.
 const maxAttemptHeader = 1 << 16
 
-// parseAttemptHeader parses "attempt=N; max=M" (max optional, fields in
-// any order, spaces ignored). It reports false for anything else.
-func parseAttemptHeader(v string) (Inbound, bool) {
+// ParseAttemptHeader parses the value of an attempt header (see
+// AttemptHeader), "attempt=N; max=M": max optional, the fields in any
+// order, spaces ignored, N and M from 1 to 65536 and N at most M. It
+// reports false for anything else.
+func ParseAttemptHeader(v string) (Inbound, bool) {
 	if v == "" || len(v) > 64 {
 		return Inbound{}, false
 	}

@@ -77,6 +77,9 @@ func (c *call) failed(err error, trailer metadata.MD) error {
 	if c.tokErr != nil {
 		return newCallError(c.ctx, c.attempts, err, c.tokErr)
 	}
+	if _, stop := pushback(trailer); stop {
+		err = &pushedBack{err} // the server answered not to retry: a layer above should not either
+	}
 	marked := &classified{err: err, c: withPushback(c.classify(err), trailer)}
 	tok, reason := c.s.RefreshRetryToken(c.ctx, c.tok, marked)
 	if reason == nil && tok == nil {
@@ -154,5 +157,15 @@ func newCallError(ctx context.Context, attempts int, err, reason error) error {
 	default:
 		e.st = status.New(codes.Internal, reason.Error())
 	}
+	retry.ReportGiveUp(ctx, e.err) // for the request this call serves, if a server interceptor keeps its Layer
 	return e
 }
+
+// pushedBack is the error of an attempt whose server answered not to
+// retry it (a negative pushback): it wraps the attempt's error and
+// retry.ErrNoRetryAnswer, and keeps the attempt's status.
+type pushedBack struct{ err error }
+
+func (e *pushedBack) Error() string              { return e.err.Error() }
+func (e *pushedBack) Unwrap() []error            { return []error{e.err, retry.ErrNoRetryAnswer} }
+func (e *pushedBack) GRPCStatus() *status.Status { return status.Convert(e.err) }
