@@ -29,6 +29,7 @@ import (
 
 func main() {
 	svgPath := flag.String("svg", "storm.svg", "where to write the chart (empty: no chart)")
+	chainSVG := flag.String("chain-svg", "", "where to write the call-chain chart (empty: no chart)")
 	seed := flag.Uint64("seed", 1, "seed of the workload and of the backoff jitter")
 	only := flag.String("only", "", "comma-separated names of the scenarios to run (empty: all)")
 	wait := flag.Duration("max-send-wait", storm.MaxSendWait, "the longest an adaptive attempt waits for a send slot (0: no bound)")
@@ -96,6 +97,29 @@ whatever the load; in an outage it answers 503.
 	fmt.Println()
 	if err := storm.WriteJitterTable(os.Stdout, jsc, jitter); err != nil {
 		log.Fatal(err)
+	}
+
+	// Retries across the layers of a call chain (retry.NewHandler), over
+	// five seeds from -seed on.
+	seeds := []uint64{*seed, *seed + 1, *seed + 2, *seed + 3, *seed + 4}
+	chains, err := storm.CompareChains(storm.ChainScenarios(), storm.ChainConfigs(), seeds)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := storm.WriteChainTable(os.Stdout, chains, len(seeds)); err != nil {
+		log.Fatal(err)
+	}
+	if *chainSVG != "" {
+		var buf bytes.Buffer
+		cs := storm.ChainScenarios()
+		if err := storm.WriteChainSVG(&buf, chains, cs[0].Name, cs[1].Name); err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(*chainSVG, buf.Bytes(), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("chart: %s\n", *chainSVG)
 	}
 	if *svgPath != "" {
 		var buf bytes.Buffer
