@@ -443,6 +443,9 @@ func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), 
 			case tokenErr != nil:
 				return zero, gaveUp(ctx, &Error{Attempts: attempts, Err: err, Reason: tokenErr})
 			}
+			if refusal := LayerRefusal(ctx); refusal != nil {
+				return zero, &Error{Attempts: attempts, Err: err, Reason: refusal}
+			}
 			if reason := c.refresh(ctx, err); reason != nil {
 				return zero, gaveUp(ctx, &Error{Attempts: attempts, Err: err, Reason: reason})
 			}

@@ -59,15 +59,35 @@ const (
 	// when the layers above do not use this package, or when each layer's
 	// calls go to different, independent services.
 	RetryEveryLayer
+
+	// RetryIfCallerWont makes a call that fails while serving a request
+	// whose client will retry it (see Inbound.WillRetry: the client sent
+	// its attempt number and limit, and has attempts left) give up at
+	// once, with an error wrapping ErrCallerWillRetry, and retry only on
+	// the client's last attempt or when the client said nothing. The
+	// retries happen at the top, where the user's patience is known; the
+	// price is that a layer's quick retry of a brief fault becomes a
+	// round trip through every layer above, and that the bottom still sees
+	// more attempts than under RetryNearestFailure (7 rather than 3 for
+	// three layers of 3 attempts: the last top-level attempt lets the
+	// layers below retry). It needs clients that send their attempts
+	// (Transport.SendAttempts; grpc-go's own retries).
+	RetryIfCallerWont
 )
 
-// String returns "nearest-failure" or "every-layer".
+// ErrCallerWillRetry means a call made while serving a request did not
+// retry because the request's client will retry it (RetryIfCallerWont).
+var ErrCallerWillRetry = errors.New("retry: not retried here: the caller will retry")
+
+// String returns "nearest-failure", "every-layer" or "if-caller-wont".
 func (p LayerPolicy) String() string {
 	switch p {
 	case RetryNearestFailure:
 		return "nearest-failure"
 	case RetryEveryLayer:
 		return "every-layer"
+	case RetryIfCallerWont:
+		return "if-caller-wont"
 	}
 	return fmt.Sprintf("LayerPolicy(%d)", int(p))
 }
@@ -80,7 +100,8 @@ type handlerConfig struct {
 }
 
 // WithLayerPolicy sets the handler's LayerPolicy (default
-// RetryNearestFailure). Valid: RetryNearestFailure, RetryEveryLayer.
+// RetryNearestFailure). Valid: RetryNearestFailure, RetryEveryLayer,
+// RetryIfCallerWont.
 func WithLayerPolicy(p LayerPolicy) HandlerOption {
 	return func(c *handlerConfig) { c.policy = p }
 }
@@ -142,8 +163,8 @@ func (l *Layer) Context(ctx context.Context) context.Context {
 func (l *Layer) GaveUp() bool { return l.gaveUp.Load() }
 
 func checkPolicy(p LayerPolicy) error {
-	if p != RetryNearestFailure && p != RetryEveryLayer {
-		return configError("WithLayerPolicy", p, "RetryNearestFailure or RetryEveryLayer")
+	if p < RetryNearestFailure || p > RetryIfCallerWont {
+		return configError("WithLayerPolicy", p, "RetryNearestFailure, RetryEveryLayer or RetryIfCallerWont")
 	}
 	return nil
 }
@@ -288,6 +309,23 @@ func ParseAttemptHeader(v string) (Inbound, bool) {
 		return Inbound{}, false
 	}
 	return in, true
+}
+
+// LayerRefusal returns why a call made with ctx must not retry a failed
+// attempt under the policy of the request ctx serves: an error wrapping
+// ErrCallerWillRetry under RetryIfCallerWont when the request's client
+// will retry it, and otherwise nil. Do, Run and Transport ask it before
+// each retry; an integration that drives a strategy itself (grpcretry)
+// asks it too. A nil ctx gives nil.
+func LayerRefusal(ctx context.Context) error {
+	if ctx == nil || !handlersServing.Load() {
+		return nil
+	}
+	l, _ := ctx.Value(layerKey{}).(*Layer)
+	if l == nil || l.policy != RetryIfCallerWont || !l.hasInbound || !l.inbound.WillRetry() {
+		return nil
+	}
+	return fmt.Errorf("%w (attempt %d of %d)", ErrCallerWillRetry, l.inbound.Attempt, l.inbound.MaxAttempts)
 }
 
 // ReportGiveUp tells the Layer of the request being served with ctx, if

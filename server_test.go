@@ -30,7 +30,7 @@ func chain(t *testing.T, status, layers int, wrap func(http.Handler) http.Handle
 	url := bottom.URL
 	for range layers {
 		below := url
-		client := &http.Client{Transport: &retry.Transport{Strategy: quickStrategy(t, 3)}}
+		client := &http.Client{Transport: &retry.Transport{Strategy: quickStrategy(t, 3), SendAttempts: true}}
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, below, nil)
 			if err != nil {
@@ -86,10 +86,19 @@ func TestLayersDoNotMultiplyRetries(t *testing.T) {
 			}
 		}, http.StatusServiceUnavailable, 27},
 		{"nearest failure, not retryable", nearest, http.StatusNotFound, 1},
+		// The top retries; the layers below retry only on their caller's
+		// last attempt: 1 + 1 + (1 + 1 + 3).
+		{"if caller won't, failing", func(t *testing.T) func(http.Handler) http.Handler {
+			return func(h http.Handler) http.Handler {
+				w, err := retry.NewHandler(h, retry.WithLayerPolicy(retry.RetryIfCallerWont))
+				require.NoError(t, err)
+				return w
+			}
+		}, http.StatusServiceUnavailable, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			top, bottom := chain(t, tc.status, 2, tc.wrap(t))
-			user := &http.Client{Transport: &retry.Transport{Strategy: quickStrategy(t, 3)}}
+			user := &http.Client{Transport: &retry.Transport{Strategy: quickStrategy(t, 3), SendAttempts: true}}
 			resp, err := user.Get(top)
 			require.NoError(t, err)
 			resp.Body.Close()
@@ -215,7 +224,7 @@ func TestNewHandlerBadInput(t *testing.T) {
 		{nil, nil, "NewHandler handler"},
 		{ok, []retry.HandlerOption{nil}, "NewHandler opts[0]"},
 		{ok, []retry.HandlerOption{retry.WithLayerPolicy(7)}, "WithLayerPolicy"},
-		{ok, []retry.HandlerOption{retry.WithLayerPolicy(-1)}, "RetryNearestFailure or RetryEveryLayer"},
+		{ok, []retry.HandlerOption{retry.WithLayerPolicy(-1)}, "RetryNearestFailure, RetryEveryLayer or RetryIfCallerWont"},
 	} {
 		h, err := retry.NewHandler(tc.h, tc.opts...)
 		assert.Nil(t, h)
@@ -224,6 +233,7 @@ func TestNewHandlerBadInput(t *testing.T) {
 	}
 	assert.Equal(t, "nearest-failure", retry.RetryNearestFailure.String())
 	assert.Equal(t, "every-layer", retry.RetryEveryLayer.String())
+	assert.Equal(t, "if-caller-wont", retry.RetryIfCallerWont.String())
 	assert.Equal(t, "LayerPolicy(7)", retry.LayerPolicy(7).String())
 }
 
@@ -303,4 +313,36 @@ func TestNewLayer(t *testing.T) {
 	}
 	_, err = retry.NewLayer(9, retry.Inbound{})
 	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+}
+
+func TestLayerRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		policy retry.LayerPolicy
+		in     retry.Inbound
+		refuse bool
+	}{
+		{retry.RetryIfCallerWont, retry.Inbound{Attempt: 1, MaxAttempts: 3}, true},
+		{retry.RetryIfCallerWont, retry.Inbound{Attempt: 3, MaxAttempts: 3}, false},
+		{retry.RetryIfCallerWont, retry.Inbound{Attempt: 1}, false}, // the limit unknown
+		{retry.RetryIfCallerWont, retry.Inbound{}, false},
+		{retry.RetryNearestFailure, retry.Inbound{Attempt: 1, MaxAttempts: 3}, false},
+	} {
+		l, err := retry.NewLayer(tc.policy, tc.in)
+		require.NoError(t, err)
+		err = retry.LayerRefusal(l.Context(t.Context()))
+		assert.Equal(t, tc.refuse, errors.Is(err, retry.ErrCallerWillRetry), "%v %+v: %v", tc.policy, tc.in, err)
+	}
+	assert.NoError(t, retry.LayerRefusal(t.Context()))
+
+	// Do stops after one attempt, with the reason.
+	l, err := retry.NewLayer(retry.RetryIfCallerWont, retry.Inbound{Attempt: 1, MaxAttempts: 2})
+	require.NoError(t, err)
+	calls := 0
+	_, err = retry.Do(l.Context(t.Context()), func(context.Context) (int, error) {
+		calls++
+		return 0, retry.Transient(errors.New("down"))
+	}, retry.WithStrategy(quickStrategy(t, 3)))
+	require.ErrorIs(t, err, retry.ErrCallerWillRetry)
+	assert.ErrorContains(t, err, "attempt 1 of 2")
+	assert.Equal(t, 1, calls)
 }

@@ -77,6 +77,9 @@ func (c *call) failed(err error, trailer metadata.MD) error {
 	if c.tokErr != nil {
 		return newCallError(c.ctx, c.attempts, err, c.tokErr)
 	}
+	if refusal := retry.LayerRefusal(c.ctx); refusal != nil {
+		return newCallError(c.ctx, c.attempts, err, refusal) // the caller of the request this call serves will retry
+	}
 	if _, stop := pushback(trailer); stop {
 		err = &pushedBack{err} // the server answered not to retry: a layer above should not either
 	}

@@ -80,12 +80,15 @@ type ChainConfig struct {
 
 // ChainConfigs returns the configurations the demo compares for a chain of
 // three layers: no coordination (3 attempts at every layer), the layer
-// nearest the failure (NewHandler's default), retries at one layer only
+// nearest the failure (NewHandler's default), retries where the caller
+// will not retry (each layer sends its attempts, as Transport.SendAttempts
+// does), retries at one layer only
 // (the top, or the one that calls the bottom), and no retries.
 func ChainConfigs() []ChainConfig {
 	return []ChainConfig{
 		{"every layer 3/3/3", []int{3, 3, 3}, retry.RetryEveryLayer},
 		{"nearest failure 3/3/3", []int{3, 3, 3}, retry.RetryNearestFailure},
+		{"if caller won't 3/3/3", []int{3, 3, 3}, retry.RetryIfCallerWont},
 		{"top only 3/1/1", []int{3, 1, 1}, retry.RetryEveryLayer},
 		{"bottom only 1/1/3", []int{1, 1, 3}, retry.RetryEveryLayer},
 		{"no retries 1/1/1", []int{1, 1, 1}, retry.RetryEveryLayer},
@@ -136,7 +139,7 @@ func RunChain(sc ChainScenario, cfg ChainConfig, seed uint64) (ChainResult, erro
 		}
 		c.at(t, func() {
 			c.res.Requests++
-			c.request(context.Background(), 0, func(ok, _ bool) {
+			c.request(context.Background(), 0, retry.Inbound{}, func(ok, _ bool) {
 				if ok {
 					c.res.Succeeded++
 				}
@@ -187,11 +190,11 @@ var errNoRetry = retry.Permanent(fmt.Errorf("%w: %w", retry.ErrNoRetryAnswer, er
 
 // request serves one request at layer l, made with ctx, and calls done
 // with its outcome and whether its answer says not to retry.
-func (c *chain) request(ctx context.Context, l int, done func(ok, noRetry bool)) {
+func (c *chain) request(ctx context.Context, l int, in retry.Inbound, done func(ok, noRetry bool)) {
 	var layer *retry.Layer
 	if l > 0 { // a service: it serves the request as NewHandler would
 		var err error
-		if layer, err = retry.NewLayer(c.cfg.Policy, retry.Inbound{}); err != nil {
+		if layer, err = retry.NewLayer(c.cfg.Policy, in); err != nil {
 			panic("storm: " + err.Error()) // unreachable: the configurations are valid
 		}
 		ctx = layer.Context(ctx)
@@ -205,7 +208,7 @@ func (c *chain) request(ctx context.Context, l int, done func(ok, noRetry bool))
 	var attempt func()
 	attempt = func() {
 		attempts++
-		c.send(ctx, l, func(ok, noRetry bool) {
+		c.send(ctx, l, retry.Inbound{Attempt: attempts, MaxAttempts: c.cfg.Attempts[l]}, func(ok, noRetry bool) {
 			if ok {
 				if tokErr == nil {
 					_ = s.RecordSuccess(tok)
@@ -222,6 +225,10 @@ func (c *chain) request(ctx context.Context, l int, done func(ok, noRetry bool))
 				finish(false)
 				return
 			}
+			if retry.LayerRefusal(ctx) != nil { // RetryIfCallerWont, and the caller will retry
+				finish(false)
+				return
+			}
 			next, wait, err := s.PlanRetryToken(tok, failure)
 			if err != nil {
 				retry.ReportGiveUp(ctx, &retry.Error{Attempts: attempts, Err: failure, Reason: err})
@@ -235,13 +242,14 @@ func (c *chain) request(ctx context.Context, l int, done func(ok, noRetry bool))
 	attempt()
 }
 
-// send sends an attempt of layer l: to the layer below, or to the bottom
-// service; answer gets its outcome when it arrives.
-func (c *chain) send(ctx context.Context, l int, answer func(ok, noRetry bool)) {
+// send sends an attempt of layer l, which says what in says of its
+// retries (as Transport.SendAttempts does): to the layer below, or to the
+// bottom service; answer gets its outcome when it arrives.
+func (c *chain) send(ctx context.Context, l int, in retry.Inbound, answer func(ok, noRetry bool)) {
 	lat := c.sc.Latency
 	if l+1 < c.sc.Layers {
 		c.at(c.now()+lat, func() {
-			c.request(ctx, l+1, func(ok, noRetry bool) {
+			c.request(ctx, l+1, in, func(ok, noRetry bool) {
 				c.at(c.now()+lat, func() { answer(ok, noRetry) })
 			})
 		})
