@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/retrykit/retry"
@@ -24,6 +25,21 @@ type call struct {
 	tok      retry.RetryToken
 	tokErr   error // the strategy refused the initial token: one attempt, no retries
 	attempts int
+	send     bool // SendAttempts
+	max      int  // the strategy's attempt limit, for SendAttempts; 0: unknown
+}
+
+// attemptContext returns the context of the next attempt: ctx, with the
+// attempt's number and limit in its metadata under SendAttempts.
+func (c *call) attemptContext(ctx context.Context) context.Context {
+	if !c.send {
+		return ctx
+	}
+	v := "attempt=" + strconv.Itoa(c.attempts+1)
+	if c.max > 0 {
+		v += "; max=" + strconv.Itoa(c.max)
+	}
+	return metadata.AppendToOutgoingContext(ctx, "amz-sdk-request", v)
 }
 
 // start returns the call of one RPC, after the strategy has admitted its
@@ -42,9 +58,12 @@ func (cfg *config) start(ctx context.Context, method string, cc *grpc.ClientConn
 	if done := callerDone(ctx); done != nil {
 		return nil, newCallError(ctx, 0, nil, done)
 	}
-	c := &call{ctx: ctx, s: cfg.strategy, classify: cfg.classifier}
+	c := &call{ctx: ctx, s: cfg.strategy, classify: cfg.classifier, send: cfg.send}
 	if c.s == nil {
 		c.s = retry.StrategyFromContext(ctx)
+	}
+	if m, ok := c.s.(interface{ MaxAttempts() int }); ok && c.send {
+		c.max = m.MaxAttempts()
 	}
 	tok, err := c.s.AcquireInitialToken(ctx, cfg.scopeOf(ctx, method, cc))
 	if err == nil && tok == nil {

@@ -83,7 +83,7 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		callOpts = append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))
 		for {
 			trailer = nil
-			err := invoker(ctx, method, req, reply, cc, callOpts...)
+			err := invoker(c.attemptContext(ctx), method, req, reply, cc, callOpts...)
 			if err == nil {
 				c.succeeded()
 				return nil

@@ -36,6 +36,7 @@ const (
 	optScopeFunc
 	optClassifier
 	optDisable
+	optSendAttempts
 )
 
 // A ScopeFunc names the strategy scope that a call's attempts are counted
@@ -91,6 +92,17 @@ func Disable() Option {
 	return Option{kind: optDisable}
 }
 
+// SendAttempts makes each attempt carry its number and the strategy's
+// attempt limit in the metadata entry amz-sdk-request ("attempt=2;
+// max=3", as the AWS SDKs send it), so that a server using
+// UnaryServerInterceptor or StreamServerInterceptor knows whether its
+// caller will retry (see retry.RetryIfCallerWont). The limit is sent when
+// the strategy has a MaxAttempts() int method, as retry.Standard and
+// retry.Adaptive do. Each attempt then gets a context of its own.
+func SendAttempts() Option {
+	return Option{kind: optSendAttempts}
+}
+
 // config is the interceptors' configuration for one call.
 type config struct {
 	strategy   retry.RetryStrategy // nil: retry.StrategyFromContext
@@ -99,6 +111,7 @@ type config struct {
 	scopeSet   bool
 	classifier retry.Classifier
 	disabled   bool
+	send       bool  // SendAttempts
 	err        error // the first bad option
 }
 
@@ -116,6 +129,8 @@ func (cfg *config) apply(o Option) {
 		cfg.classifier = o.classifier
 	case o.kind == optDisable:
 		cfg.disabled = true
+	case o.kind == optSendAttempts:
+		cfg.send = true
 	case cfg.err == nil:
 		cfg.err = badOption(o)
 	}

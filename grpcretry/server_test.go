@@ -52,22 +52,27 @@ func TestServerInterceptorsKeepRetriesFromMultiplying(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		server []grpc.ServerOption
+		client []grpcretry.Option
 		want   int
 	}{
-		{"no coordination", nil, 27},
-		{"nearest failure", []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcretry.UnaryServerInterceptor())}, 3},
-		{"every layer", []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcretry.UnaryServerInterceptor(grpcretry.WithLayerPolicy(retry.RetryEveryLayer)))}, 27},
+		{"no coordination", nil, nil, 27},
+		{"nearest failure", []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcretry.UnaryServerInterceptor())}, nil, 3},
+		{"every layer", []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcretry.UnaryServerInterceptor(grpcretry.WithLayerPolicy(retry.RetryEveryLayer)))}, nil, 27},
+		// The layers below retry only on their caller's last attempt:
+		// 1 + 1 + (1 + 1 + 3).
+		{"if caller won't", []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpcretry.UnaryServerInterceptor(grpcretry.WithLayerPolicy(retry.RetryIfCallerWont)))},
+			[]grpcretry.Option{grpcretry.SendAttempts()}, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bottom := newServer(failing...)
 			addr := serve(t, bottom)
 			for range 2 {
 				s, _, _ := newStandard(t)
-				below := testpb.NewTestServiceClient(dial(t, addr, grpcretry.WithStrategy(s)))
+				below := testpb.NewTestServiceClient(dial(t, addr, append(tc.client, grpcretry.WithStrategy(s))...))
 				addr = serveWith(t, &relay{below: below}, tc.server...)
 			}
 			s, _, _ := newStandard(t)
-			user := testpb.NewTestServiceClient(dial(t, addr, grpcretry.WithStrategy(s)))
+			user := testpb.NewTestServiceClient(dial(t, addr, append(tc.client, grpcretry.WithStrategy(s))...))
 			var trailer metadata.MD
 			_, err := user.UnaryCall(t.Context(), &testpb.SimpleRequest{}, grpc.Trailer(&trailer))
 			if status.Code(err) != codes.Unavailable {
@@ -167,3 +172,23 @@ type recordingStream struct {
 }
 
 func (s *recordingStream) SetTrailer(md metadata.MD) { s.trailer = metadata.Join(s.trailer, md) }
+
+// With SendAttempts, each attempt says its number and the limit.
+func TestSendAttempts(t *testing.T) {
+	var seen []string
+	intercept := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		seen = append(seen, md.Get("amz-sdk-request")...)
+		return h(ctx, req)
+	}
+	addr := serveWith(t, newServer(reply{code: codes.Unavailable}, reply{code: codes.Unavailable}), grpc.UnaryInterceptor(intercept))
+	s, _, _ := newStandard(t)
+	client := testpb.NewTestServiceClient(dial(t, addr, grpcretry.WithStrategy(s), grpcretry.SendAttempts()))
+	if _, err := client.UnaryCall(t.Context(), &testpb.SimpleRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"attempt=1; max=3", "attempt=2; max=3", "attempt=3; max=3"}
+	if len(seen) != len(want) || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
+		t.Errorf("attempt metadata %q, want %q", seen, want)
+	}
+}

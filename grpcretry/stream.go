@@ -44,7 +44,7 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 			return streamer(ctx, desc, cc, method, callOpts...)
 		}
 		open := func() (grpc.ClientStream, error) {
-			return streamer(ctx, desc, cc, method, callOpts...)
+			return streamer(c.attemptContext(ctx), desc, cc, method, callOpts...)
 		}
 		cs, err := openStream(c, open)
 		if err != nil {
