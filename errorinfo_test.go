@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/retrytest"
 )
 
 // infoError is a service error that carries its own RetryInfo.
@@ -708,21 +709,11 @@ func TestFiniteChain(t *testing.T) {
 		{"join", errors.Join(errors.New("a"), fmt.Errorf("b: %w", errors.New("c"))), true},
 		{"99 errors", deep, true},
 		{"100 errors", fmt.Errorf("wrap: %w", deep), false},
-		{"Unwrap returns itself", &selfWrapping{}, false},
-		{"a join that contains itself", &selfJoining{}, false},
+		{"Unwrap returns itself", retrytest.CyclicError(), false},
+		{"a join that contains itself", retrytest.CyclicJoin(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, retry.FiniteChain(tc.err))
 		})
 	}
 }
-
-type selfWrapping struct{}
-
-func (e *selfWrapping) Error() string { return "self" }
-func (e *selfWrapping) Unwrap() error { return e }
-
-type selfJoining struct{}
-
-func (e *selfJoining) Error() string   { return "self join" }
-func (e *selfJoining) Unwrap() []error { return []error{e, e} }

@@ -56,13 +56,19 @@ func chain(t *testing.T, status, layers int, wrap func(http.Handler) http.Handle
 	return url, count
 }
 
-func nearest(t *testing.T) func(http.Handler) http.Handler {
-	return func(h http.Handler) http.Handler {
-		w, err := retry.NewHandler(h)
-		require.NoError(t, err)
-		return w
+// withPolicy returns a wrapper that serves a handler with NewHandler
+// under policy p.
+func withPolicy(p retry.LayerPolicy) func(*testing.T) func(http.Handler) http.Handler {
+	return func(t *testing.T) func(http.Handler) http.Handler {
+		return func(h http.Handler) http.Handler {
+			w, err := retry.NewHandler(h, retry.WithLayerPolicy(p))
+			require.NoError(t, err)
+			return w
+		}
 	}
 }
+
+var nearest = withPolicy(retry.RetryNearestFailure)
 
 // Three layers of 3 attempts each (the user's client and two services
 // calling the bottom one, which fails every request): without
@@ -78,23 +84,11 @@ func TestLayersDoNotMultiplyRetries(t *testing.T) {
 		{"no coordination, failing", func(*testing.T) func(http.Handler) http.Handler { return nil }, http.StatusServiceUnavailable, 27},
 		{"nearest failure, failing", nearest, http.StatusServiceUnavailable, 3},
 		{"nearest failure, throttling", nearest, http.StatusTooManyRequests, 3},
-		{"every layer, failing", func(t *testing.T) func(http.Handler) http.Handler {
-			return func(h http.Handler) http.Handler {
-				w, err := retry.NewHandler(h, retry.WithLayerPolicy(retry.RetryEveryLayer))
-				require.NoError(t, err)
-				return w
-			}
-		}, http.StatusServiceUnavailable, 27},
+		{"every layer, failing", withPolicy(retry.RetryEveryLayer), http.StatusServiceUnavailable, 27},
 		{"nearest failure, not retryable", nearest, http.StatusNotFound, 1},
 		// The top retries; the layers below retry only on their caller's
 		// last attempt: 1 + 1 + (1 + 1 + 3).
-		{"if caller won't, failing", func(t *testing.T) func(http.Handler) http.Handler {
-			return func(h http.Handler) http.Handler {
-				w, err := retry.NewHandler(h, retry.WithLayerPolicy(retry.RetryIfCallerWont))
-				require.NoError(t, err)
-				return w
-			}
-		}, http.StatusServiceUnavailable, 7},
+		{"if caller won't, failing", withPolicy(retry.RetryIfCallerWont), http.StatusServiceUnavailable, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			top, bottom := chain(t, tc.status, 2, tc.wrap(t))

@@ -142,10 +142,7 @@ func (c *Clock) BlockUntilWaiters(ctx context.Context, n int) error {
 			c.mu.Unlock()
 			return nil
 		}
-		if c.changed == nil {
-			c.changed = make(chan struct{})
-		}
-		changed := c.changed
+		changed := c.changes()
 		c.mu.Unlock()
 
 		select {
@@ -208,10 +205,7 @@ func (c *Clock) advanceWaits(stop <-chan struct{}) time.Duration {
 			c.mu.Unlock()
 			continue
 		}
-		if c.changed == nil {
-			c.changed = make(chan struct{})
-		}
-		changed := c.changed
+		changed := c.changes()
 		c.mu.Unlock()
 		select {
 		case <-changed:
@@ -219,6 +213,15 @@ func (c *Clock) advanceWaits(stop <-chan struct{}) time.Duration {
 			return moved
 		}
 	}
+}
+
+// changes returns a channel that notify closes when the waiters change.
+// c.mu must be held.
+func (c *Clock) changes() <-chan struct{} {
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return c.changed
 }
 
 // notify tells BlockUntilWaiters that the waiters changed. c.mu must be

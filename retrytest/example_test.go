@@ -104,3 +104,11 @@ func ExampleClock_Run() {
 	fmt.Println(err, calls, waited)
 	// Output: <nil> 3 2s
 }
+
+// A classifier must return on an error chain that leads back to itself,
+// as retry.Classify does.
+func ExampleCyclicError() {
+	err := retrytest.CyclicError()
+	fmt.Println(retry.FiniteChain(err), retry.Classify(err).Safety)
+	// Output: false maybe
+}
