@@ -444,6 +444,7 @@ func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), 
 				return zero, gaveUp(ctx, &Error{Attempts: attempts, Err: err, Reason: tokenErr})
 			}
 			if refusal := LayerRefusal(ctx); refusal != nil {
+				c.stop(attempts, err, refusal)
 				return zero, &Error{Attempts: attempts, Err: err, Reason: refusal}
 			}
 			if reason := c.refresh(ctx, err); reason != nil {
@@ -579,6 +580,15 @@ func (c *cursor) refresh(ctx context.Context, err error) error {
 	}
 	c.rt = rt
 	return rerr
+}
+
+// stop tells the hooks of this package's strategies that the call gives up
+// after attempts attempts, the last failing with lastErr, for reason,
+// without asking the strategy: the failed attempt keeps what it cost.
+func (c *cursor) stop(attempts int, lastErr, reason error) {
+	if e := c.e; e != nil && len(e.hooks) > 0 {
+		e.emit(Event{Kind: EventGiveUp, Scope: c.t.scopeName, Attempt: attempts, Err: lastErr, Reason: reason})
+	}
 }
 
 // errPanicked is the reason an attempt that panicked gives for giving up.

@@ -340,3 +340,22 @@ func TestLayerRefusal(t *testing.T) {
 	assert.ErrorContains(t, err, "attempt 1 of 2")
 	assert.Equal(t, 1, calls)
 }
+
+// A call that does not retry because its caller will is one EventGiveUp.
+func TestLayerRefusalEvent(t *testing.T) {
+	var kinds []retry.EventKind
+	var reason error
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff), retry.WithHook(func(e retry.Event) {
+		kinds = append(kinds, e.Kind)
+		reason = e.Reason
+	}))
+	require.NoError(t, err)
+	l, err := retry.NewLayer(retry.RetryIfCallerWont, retry.Inbound{Attempt: 1, MaxAttempts: 3})
+	require.NoError(t, err)
+	_, err = retry.Do(l.Context(t.Context()), func(context.Context) (int, error) {
+		return 0, retry.Transient(errors.New("down"))
+	}, retry.WithStrategy(s))
+	require.ErrorIs(t, err, retry.ErrCallerWillRetry)
+	assert.Equal(t, []retry.EventKind{retry.EventAttempt, retry.EventGiveUp}, kinds)
+	assert.ErrorIs(t, reason, retry.ErrCallerWillRetry)
+}

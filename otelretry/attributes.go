@@ -38,6 +38,8 @@ func giveUpReason(reason error) string {
 	case !retry.FiniteChain(reason): // errors.Is would never return
 	case errors.Is(reason, retry.ErrRetryAfterTooLong):
 		return "retry_after_too_long"
+	case errors.Is(reason, retry.ErrCallerWillRetry):
+		return "caller_will_retry"
 	case errors.Is(reason, retry.ErrNotRetryable):
 		return "not_retryable"
 	case errors.Is(reason, retry.ErrMaxAttemptsExceeded):

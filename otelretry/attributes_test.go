@@ -65,6 +65,8 @@ func TestGiveUpReason(t *testing.T) {
 		{context.DeadlineExceeded, "deadline"},
 		{fmt.Errorf("%w: %w", context.Canceled, errors.New("shutting down")), "canceled"},
 		{retry.ErrInvalidConfig, "invalid_config"},
+		{fmt.Errorf("%w: the service asked for 24h", retry.ErrRetryAfterTooLong), "retry_after_too_long"},
+		{fmt.Errorf("%w (attempt 1 of 3)", retry.ErrCallerWillRetry), "caller_will_retry"},
 		{errors.New("token released"), "_OTHER"},
 		{nil, "_OTHER"},
 	}

@@ -65,7 +65,8 @@
 // error: throttle, timeout or transient. Give-ups have retry.reason, why
 // no further attempt is made: not_retryable, max_attempts, quota,
 // rate_limited, deadline, canceled, invalid_config, retry_after_too_long
-// (the service asked for a wait above the strategy's ceiling), or _OTHER.
+// (the service asked for a wait above the strategy's ceiling),
+// caller_will_retry (retry.RetryIfCallerWont), or _OTHER.
 //
 // Retries, and give-ups after a failed attempt, have error.type, the
 // semantic conventions' attribute: what the error's ErrorType() string
