@@ -27,7 +27,7 @@ const NoRetryHeader = "X-Should-Retry"
 
 // AttemptHeader is the request header that carries a client's attempt
 // number and attempt limit, "attempt=N; max=M", as the AWS SDKs send it
-// (amz-sdk-request). Transport sends it when its AttemptHeader field is
+// (amz-sdk-request). Transport sends it when its SendAttempts field is
 // set; NewHandler reads it (see InboundFromContext).
 const AttemptHeader = "Amz-Sdk-Request"
 
@@ -70,8 +70,8 @@ const (
 	// round trip through every layer above, and that the bottom still sees
 	// more attempts than under RetryNearestFailure (7 rather than 3 for
 	// three layers of 3 attempts: the last top-level attempt lets the
-	// layers below retry). It needs clients that send their attempts
-	// (Transport.SendAttempts; grpc-go's own retries).
+	// layers below retry). It needs clients that send their attempt
+	// number and limit (Transport.SendAttempts, grpcretry.SendAttempts).
 	RetryIfCallerWont
 )
 
@@ -171,8 +171,9 @@ func checkPolicy(p LayerPolicy) error {
 
 type layerKey struct{}
 
-// handlersServing is set once NewHandler has made a handler, so that until
-// then a call that gives up skips the context lookup.
+// handlersServing is set once NewHandler or NewLayer has been called, so
+// that until then a call that fails skips the context lookups of
+// ReportGiveUp and LayerRefusal.
 var handlersServing atomic.Bool
 
 // InboundFromContext returns what the request being served, whose context
