@@ -25,9 +25,14 @@ const (
 	// retry was abandoned before its attempt (the caller's context ended),
 	// or an attempt panicked. Reason says why.
 	EventGiveUp
+	// EventHedge: a hedge of the current attempt is about to be sent,
+	// Delay after that attempt started (see Hedging). Attempt is the
+	// number of the attempt it backs up: hedges are not attempts of the
+	// strategy.
+	EventHedge
 )
 
-// String returns "attempt", "retry", "success" or "give-up".
+// String returns "attempt", "retry", "success", "give-up" or "hedge".
 func (k EventKind) String() string {
 	switch k {
 	case EventAttempt:
@@ -38,6 +43,8 @@ func (k EventKind) String() string {
 		return "success"
 	case EventGiveUp:
 		return "give-up"
+	case EventHedge:
+		return "hedge"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -123,6 +130,8 @@ func SlogHook(l *slog.Logger) Hook {
 			msg = "attempt succeeded"
 		case EventGiveUp:
 			level, msg = slog.LevelWarn, "giving up"
+		case EventHedge:
+			msg = "hedging a slow attempt"
 		}
 		ctx := context.Background()
 		if !logger.Enabled(ctx, level) {

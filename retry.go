@@ -366,7 +366,7 @@ func fastScope(ctx context.Context, opts []DoOption) *scopeState {
 // which only events report, may be the state's.
 func retryAfterFirst[T any](ctx context.Context, fn func(context.Context) (T, error), st *scopeState, err error) (T, error) {
 	c := cursor{e: st.owner, t: token{owner: st.owner, scope: st, scopeName: st.name}}
-	return retryLoop(ctx, fn, &c, 0, nil, 1, err)
+	return retryLoop(ctx, fn, &c, 0, nil, nil, 1, err)
 }
 
 // doFrom is the general path for a call in scope st that the fast path
@@ -377,51 +377,65 @@ func doFrom[T any](ctx context.Context, fn func(context.Context) (T, error), st 
 		var zero T
 		return zero, &Error{Reason: contextReason(ctx)}
 	}
-	return start(ctx, fn, &cursor{e: st.owner}, st.name, 0)
+	return start(ctx, fn, &cursor{e: st.owner}, st.name, 0, nil)
 }
 
 // do is Do's general path: any strategy, any option.
 func do[T any](ctx context.Context, fn func(context.Context) (T, error), opts []DoOption) (T, error) {
-	var zero T
 	var cfg doConfig
+	if err := cfg.prepare("Do", ctx, fn == nil, opts); err != nil {
+		var zero T
+		return zero, &Error{Reason: err}
+	}
+	var c cursor
+	if err := c.init(cfg.strategy); err != nil {
+		var zero T
+		return zero, &Error{Reason: err}
+	}
+	return start(ctx, fn, &c, cfg.scope, cfg.timeout, nil)
+}
+
+// prepare sets cfg for a call of the function named caller with ctx, a
+// function (nil if nilFn) and opts, or says why the call cannot be made.
+func (cfg *doConfig) prepare(caller string, ctx context.Context, nilFn bool, opts []DoOption) error {
 	cfg.apply(opts)
 	switch {
 	case cfg.err != nil:
-		return zero, &Error{Reason: cfg.err}
+		return cfg.err
 	case ctx == nil:
-		return zero, &Error{Reason: configError("Do", "a nil context.Context", "a non-nil Context (context.Background() if none)")}
-	case fn == nil:
-		return zero, &Error{Reason: configError("Do", "a nil function", "a non-nil func(context.Context) (T, error)")}
+		return configError(caller, "a nil context.Context", "a non-nil Context (context.Background() if none)")
+	case nilFn:
+		return configError(caller, "a nil function", "a non-nil func(context.Context) (T, error)")
 	case ctx.Err() != nil:
-		return zero, &Error{Reason: contextReason(ctx)}
+		return contextReason(ctx)
 	}
 	if cfg.strategy == nil {
 		cfg.strategy = StrategyFromContext(ctx)
 	}
-
-	var c cursor
-	if err := c.init(cfg.strategy); err != nil {
-		return zero, &Error{Reason: err}
-	}
-	return start(ctx, fn, &c, cfg.scope, cfg.timeout)
+	return nil
 }
 
-// start acquires the initial token and makes the attempts.
-func start[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, scope string, timeout time.Duration) (T, error) {
+// start acquires the initial token and makes the attempts, hedged by hr if
+// not nil.
+func start[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, scope string, timeout time.Duration, hr *hedgeRun[T]) (T, error) {
 	tokenErr := c.acquire(ctx, scope)
 	if tokenErr != nil && noAttempt(ctx, tokenErr) {
 		var zero T
 		return zero, gaveUp(ctx, &Error{Reason: tokenErr})
 	}
-	return retryLoop(ctx, fn, c, timeout, tokenErr, 0, nil)
+	if tokenErr != nil {
+		hr = nil // a call the strategy refused makes its one attempt alone
+	}
+	return retryLoop(ctx, fn, c, timeout, tokenErr, hr, 0, nil)
 }
 
 // retryLoop makes attempts until one succeeds or the strategy gives up.
 // tokenErr is the strategy's refusal of an initial token, which allows one
 // attempt without retries. attempts is the number of attempts made so far
 // and err the last one's error: a loop that starts after a failed attempt
-// first asks for the next token.
-func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, timeout time.Duration, tokenErr error, attempts int, err error) (T, error) {
+// first asks for the next token. With hr, each attempt is a round of
+// hedged attempts.
+func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), c *cursor, timeout time.Duration, tokenErr error, hr *hedgeRun[T], attempts int, err error) (T, error) {
 	var zero T
 	inAttempt := false
 	defer func() {
@@ -454,9 +468,12 @@ func retryLoop[T any](ctx context.Context, fn func(context.Context) (T, error), 
 		attempts++
 		var v T
 		inAttempt = true
-		if timeout > 0 {
+		switch {
+		case hr != nil:
+			v, err = hr.round(ctx)
+		case timeout > 0:
 			v, err = attempt(ctx, fn, timeout)
-		} else {
+		default:
 			v, err = fn(ctx)
 		}
 		inAttempt = false
