@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -111,6 +112,14 @@ type Transport struct {
 	// and Adaptive do. Each attempt then sends a copy of the request's
 	// header.
 	SendAttempts bool
+
+	// Hedging, if set, hedges the requests that may be sent twice (those
+	// the Transport would retry): when an attempt has not answered within
+	// the hedge delay, another copy of the request is sent, and the first
+	// success wins (see Hedging). The losers' requests are cancelled and
+	// their responses closed. Other requests are never hedged. nil: no
+	// hedging.
+	Hedging *Hedging
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -149,7 +158,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rt.base == nil {
 		rt.base = http.DefaultTransport
 	}
-	resp, err := Do(ctx, rt.attempt, WithStrategy(strategy), WithScope(t.scope(req)))
+	var resp *http.Response
+	var err error
+	if t.Hedging != nil && rt.replay {
+		rt.hedged = true
+		resp, err = doHedged(ctx, rt.attempt, t.Hedging, []DoOption{WithStrategy(strategy), WithScope(t.scope(req))}, closeResponse)
+	} else {
+		resp, err = Do(ctx, rt.attempt, WithStrategy(strategy), WithScope(t.scope(req)))
+	}
 	if err == nil {
 		return resp, nil
 	}
@@ -316,10 +332,43 @@ type roundTrip struct {
 	t           *Transport
 	req         *http.Request
 	base        http.RoundTripper
-	replay      bool           // req may be sent again
-	attempts    int            // attempts started
-	maxAttempts int            // the strategy's attempt limit, for SendAttempts; 0: unknown
-	failed      *http.Response // the latest failed attempt's response
+	replay      bool // req may be sent again
+	maxAttempts int  // the strategy's attempt limit, for SendAttempts; 0: unknown
+	hedged      bool // attempts may run at the same time, and take mu
+
+	mu       sync.Mutex     // with hedged, held for the fields below
+	attempts int            // attempts started
+	failed   *http.Response // the latest failed attempt's response
+}
+
+func (rt *roundTrip) lock() {
+	if rt.hedged {
+		rt.mu.Lock()
+	}
+}
+
+func (rt *roundTrip) unlock() {
+	if rt.hedged {
+		rt.mu.Unlock()
+	}
+}
+
+// setFailed makes resp the latest failed response, closing the one before.
+func (rt *roundTrip) setFailed(resp *http.Response) {
+	rt.lock()
+	defer rt.unlock()
+	if rt.failed != nil {
+		discard(rt.failed)
+	}
+	rt.failed = resp
+}
+
+// closeResponse closes the body of resp, the response of a hedged attempt
+// that lost.
+func closeResponse(resp *http.Response) {
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
 }
 
 // attempt sends req once: the first time as it is, later as a shallow
@@ -327,13 +376,19 @@ type roundTrip struct {
 // the request it is given, and the first attempt hands Base the caller's
 // own request anyway.
 func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
-	if rt.failed != nil {
+	rt.lock()
+	if rt.failed != nil && !rt.hedged {
+		// The failure before this retry. (A hedged request keeps the
+		// latest failure until a newer one replaces it: an attempt may
+		// start while another's failure is the round's.)
 		discard(rt.failed)
 		rt.failed = nil
 	}
 	rt.attempts++
+	n := rt.attempts
+	rt.unlock()
 	req := rt.req
-	if rt.attempts > 1 {
+	if n > 1 {
 		req = req.WithContext(ctx)
 		if rt.req.GetBody != nil {
 			body, err := rt.req.GetBody()
@@ -342,6 +397,8 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 			}
 			req.Body = body
 		}
+	} else if ctx != req.Context() {
+		req = req.WithContext(ctx) // a hedged attempt's own context, which a winning hedge cancels
 	}
 	if rt.t.ExactAttempts {
 		req = unreplayable(ctx, req, req == rt.req)
@@ -354,7 +411,7 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 		if req.Header == nil {
 			req.Header = make(http.Header, 1)
 		}
-		v := "attempt=" + strconv.Itoa(rt.attempts)
+		v := "attempt=" + strconv.Itoa(n)
 		if rt.maxAttempts > 0 {
 			v += "; max=" + strconv.Itoa(rt.maxAttempts)
 		}
@@ -394,7 +451,7 @@ func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 		if rt.replay {
 			release(resp)
 		}
-		rt.failed = resp
+		rt.setFailed(resp)
 		return nil, rt.mark(err)
 	}
 	return resp, nil
