@@ -246,7 +246,7 @@ func doHedged[T any](ctx context.Context, fn func(context.Context) (T, error), h
 	var zero T
 	var cfg doConfig
 	err := cfg.prepare("DoHedged", ctx, fn == nil, opts)
-	if err == nil && (h == nil || h.def.sketch.window == 0) {
+	if err == nil && !h.valid() {
 		err = configError("DoHedged", "a nil or zero *Hedging", "a Hedging made by NewHedging")
 	}
 	if err != nil {
@@ -311,11 +311,10 @@ func (h *Hedging) delay(st *hedgeScope) time.Duration {
 }
 
 // observe records the latency d of a round's first attempt in st.
-func (h *Hedging) observe(st *hedgeScope, d time.Duration) {
+func (h *Hedging) observe(st *hedgeScope, now time.Time, d time.Duration) {
 	if h.cfg.delay > 0 {
 		return
 	}
-	now := time.Now()
 	if n := st.sketch.record(now, d); n%hedgeRecompute != 1 {
 		return
 	}
@@ -362,8 +361,8 @@ func (h *Hedging) refund(st *hedgeScope) {
 }
 
 // pause stops st's hedges for the pause, or hint if longer.
-func (h *Hedging) pause(st *hedgeScope, hint time.Duration) {
-	until := time.Now().Add(max(h.cfg.pause, hint)).UnixNano()
+func (h *Hedging) pause(st *hedgeScope, now time.Time, hint time.Duration) {
+	until := now.Add(max(h.cfg.pause, hint)).UnixNano()
 	for {
 		old := st.pausedUntil.Load()
 		if old >= until || st.pausedUntil.CompareAndSwap(old, until) {
@@ -373,8 +372,80 @@ func (h *Hedging) pause(st *hedgeScope, hint time.Duration) {
 }
 
 // paused reports whether st sends no hedges now.
-func (h *Hedging) paused(st *hedgeScope) bool {
-	return time.Now().UnixNano() < st.pausedUntil.Load()
+func (h *Hedging) paused(st *hedgeScope, now time.Time) bool {
+	return now.UnixNano() < st.pausedUntil.Load()
+}
+
+// valid reports whether h was made by NewHedging. The decisions of a nil
+// or zero Hedging send no hedge and record nothing.
+func (h *Hedging) valid() bool { return h != nil && h.def.sketch.window > 0 }
+
+// The decisions, for event loops on a clock of their own. DoHedged and
+// Transport make these calls themselves, on the system clock; a simulation
+// that models the calls of a hedging client on virtual time makes them
+// instead, with its own now, and gets the same delays, budget and pauses.
+
+// Delay returns the hedge delay of the named scope: the fixed delay, or the
+// adaptive estimate; 0 if the scope's calls do not hedge yet.
+func (h *Hedging) Delay(scope string) time.Duration {
+	if !h.valid() {
+		return 0
+	}
+	return h.delay(h.scope(scope))
+}
+
+// CountCall counts a call in the named scope, adding its share to the
+// scope's hedge budget, as DoHedged does once per call.
+func (h *Hedging) CountCall(scope string) {
+	if !h.valid() {
+		return
+	}
+	h.deposit(h.scope(scope))
+}
+
+// ObserveLatency records the latency of the first attempt of a round in
+// the named scope, which ended at now, for the adaptive delay. An attempt
+// cancelled because a hedge won counts the time it had taken: the delay
+// is a quantile below it, which needs only its rank.
+func (h *Hedging) ObserveLatency(scope string, now time.Time, latency time.Duration) {
+	if !h.valid() {
+		return
+	}
+	h.observe(h.scope(scope), now, latency)
+}
+
+// TakeHedge reports whether the named scope may send a hedge at now, and
+// if so takes it from the scope's budget. It checks the pause and the
+// budget; DoHedged also checks the strategy's retry quota and rate
+// limiter, which a simulation models itself.
+func (h *Hedging) TakeHedge(scope string, now time.Time) bool {
+	if !h.valid() {
+		return false
+	}
+	st := h.scope(scope)
+	if h.paused(st, now) || !h.spend(st) {
+		return false
+	}
+	st.hedges.Add(1)
+	return true
+}
+
+// PushBack records that an attempt in the named scope was throttled, or
+// got a retry hint, at now: the scope sends no hedge for the pause, or
+// hint if longer.
+func (h *Hedging) PushBack(scope string, now time.Time, hint time.Duration) {
+	if !h.valid() {
+		return
+	}
+	h.pause(h.scope(scope), now, hint)
+}
+
+// CountWin counts a call of the named scope that a hedge won, for Stats.
+func (h *Hedging) CountWin(scope string) {
+	if !h.valid() {
+		return
+	}
+	h.scope(scope).wins.Add(1)
 }
 
 // HedgingStats is a snapshot of a Hedging's state for one scope.
@@ -397,7 +468,7 @@ type HedgingStats struct {
 // Stats returns the state of the named scope. A scope never used reports
 // what a new one starts with.
 func (h *Hedging) Stats(scope string) HedgingStats {
-	if h == nil {
+	if !h.valid() {
 		return HedgingStats{}
 	}
 	st := &h.def
@@ -478,7 +549,7 @@ func (r *hedgeRun[T]) round(ctx context.Context) (T, error) {
 	r.launched, r.running, r.closed, r.decided, r.won = 1, 1, false, false, false
 	r.v, r.err, r.errRank = zero, nil, 0
 	r.delay = r.h.delay(r.st)
-	if r.delay > 0 && !r.h.paused(r.st) {
+	if r.delay > 0 && !r.h.paused(r.st, time.Now()) {
 		r.mu.Lock()
 		r.arm()
 		r.mu.Unlock()
@@ -505,11 +576,11 @@ func (r *hedgeRun[T]) first() {
 	v, err := r.call()
 	returned = true
 	if r.ctx.Err() == nil || err == nil {
-		r.h.observe(r.st, time.Since(start))
+		r.h.observe(r.st, time.Now(), time.Since(start))
 	} else if d := time.Since(start); d >= r.delay && r.delay > 0 {
 		// Cancelled by a hedge that won: the attempt took at least this
 		// long, which is all a quantile below it needs to know.
-		r.h.observe(r.st, d)
+		r.h.observe(r.st, time.Now(), d)
 	}
 	r.mu.Lock()
 	r.settle(v, err)
@@ -605,7 +676,7 @@ var errHedgeExited = errors.New("retry: a hedge's function called runtime.Goexit
 // budget and, in adaptive mode, a send slot from the rate limiter. r.mu is
 // held.
 func (r *hedgeRun[T]) admit() bool {
-	if r.h.paused(r.st) || !r.h.spend(r.st) {
+	if r.h.paused(r.st, time.Now()) || !r.h.spend(r.st) {
 		return false
 	}
 	if e := r.c.e; e != nil && r.c.t.scope != nil {
@@ -657,7 +728,7 @@ func (r *hedgeRun[T]) settle(v T, err error) {
 	if c.Throttle || c.RetryAfter > 0 {
 		// The service pushes back: no more hedges, in this round or, for
 		// a while, in the scope.
-		r.h.pause(r.st, c.RetryAfter)
+		r.h.pause(r.st, time.Now(), c.RetryAfter)
 		r.closed, rank = true, 2
 	}
 	if !c.Retryable() {

@@ -525,3 +525,59 @@ func newStandard(t *testing.T, opts ...retry.StandardOption) *retry.Standard {
 	require.NoError(t, err)
 	return s
 }
+
+// TestHedgingDecisionsOnVirtualTime drives the exported decisions on a
+// clock of the test's own, as a simulation does.
+func TestHedgingDecisionsOnVirtualTime(t *testing.T) {
+	h := newHedging(t, retry.WithHedgeBurst(1), retry.WithHedgeBudget(0.5), retry.WithHedgePause(time.Second))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	assert.Zero(t, h.Delay("api"), "no latency known yet")
+	for i := range 100 {
+		now = now.Add(10 * time.Millisecond)
+		h.ObserveLatency("api", now, time.Duration(i+1)*time.Millisecond) // 1 to 100 ms
+	}
+	d := h.Delay("api")
+	assert.GreaterOrEqual(t, d, 95*time.Millisecond, "the p95 of 1..100 ms, never below")
+	assert.LessOrEqual(t, d, 101*time.Millisecond, "within 6.25%% above")
+	assert.Zero(t, h.Delay("other"), "scopes apart")
+
+	// Budget: a burst of one, then half a hedge per call.
+	assert.True(t, h.TakeHedge("api", now))
+	assert.False(t, h.TakeHedge("api", now))
+	h.CountCall("api")
+	assert.False(t, h.TakeHedge("api", now))
+	h.CountCall("api")
+	assert.True(t, h.TakeHedge("api", now))
+
+	// A pushback pauses for the longer of the pause and the hint.
+	h.CountCall("api")
+	h.CountCall("api")
+	h.PushBack("api", now, 0)
+	assert.False(t, h.TakeHedge("api", now.Add(999*time.Millisecond)))
+	assert.True(t, h.TakeHedge("api", now.Add(time.Second)))
+	h.CountCall("api")
+	h.CountCall("api")
+	h.PushBack("api", now, 3*time.Second)
+	assert.False(t, h.TakeHedge("api", now.Add(2*time.Second)))
+	assert.True(t, h.TakeHedge("api", now.Add(3*time.Second)))
+	h.CountWin("api")
+	s := h.Stats("api")
+	assert.EqualValues(t, 6, s.Calls)
+	assert.EqualValues(t, 4, s.Hedges)
+	assert.EqualValues(t, 1, s.Wins)
+
+	// Latencies older than two windows (20 s) no longer count.
+	h.ObserveLatency("api", now.Add(30*time.Second), time.Millisecond)
+	assert.Zero(t, h.Delay("api"), "one recent latency is too few")
+
+	// The decisions of a nil or zero Hedging send nothing and record nothing.
+	for _, z := range []*retry.Hedging{nil, new(retry.Hedging)} {
+		z.CountCall("a")
+		z.ObserveLatency("a", now, time.Second)
+		z.PushBack("a", now, time.Second)
+		z.CountWin("a")
+		assert.False(t, z.TakeHedge("a", now))
+		assert.Zero(t, z.Delay("a"))
+		assert.Equal(t, retry.HedgingStats{}, z.Stats("a"))
+	}
+}
