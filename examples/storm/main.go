@@ -2,11 +2,14 @@
 // retries, naive retries (fixed attempts, no quota), the standard mode and
 // the adaptive mode (with its defaults and with the published algorithm of
 // the AWS SDKs); then the backoff jitter kinds (none, full, equal,
-// decorrelated) when many clients retry after one shared failure.
+// decorrelated) when many clients retry after one shared failure; then
+// retries across the layers of a call chain, and hedged requests against
+// a service with a slow tail.
 //
 //	go run ./examples/storm                 # prints the table, writes storm.svg
 //	go run ./examples/storm -svg docs/storm.svg -seed 7
 //	go run ./examples/storm -only fleet,hot-key
+//	go run ./examples/storm -chain-svg docs/chain.svg -tail-svg docs/hedging.svg
 //
 // The simulation runs on virtual time (the strategies read a simulated
 // Clock), so five minutes of traffic per mode and scenario take a few
@@ -30,6 +33,7 @@ import (
 func main() {
 	svgPath := flag.String("svg", "storm.svg", "where to write the chart (empty: no chart)")
 	chainSVG := flag.String("chain-svg", "", "where to write the call-chain chart (empty: no chart)")
+	tailSVG := flag.String("tail-svg", "", "where to write the hedging chart (empty: no chart)")
 	seed := flag.Uint64("seed", 1, "seed of the workload and of the backoff jitter")
 	only := flag.String("only", "", "comma-separated names of the scenarios to run (empty: all)")
 	wait := flag.Duration("max-send-wait", storm.MaxSendWait, "the longest an adaptive attempt waits for a send slot (0: no bound)")
@@ -120,6 +124,27 @@ whatever the load; in an outage it answers 503.
 			log.Fatal(err)
 		}
 		fmt.Printf("chart: %s\n", *chainSVG)
+	}
+
+	// Hedged requests against a service with a slow tail (retry.Hedging),
+	// over the same five seeds.
+	tails, err := storm.CompareTails(storm.TailScenarios(), storm.TailConfigs(), seeds)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := storm.WriteTailTable(os.Stdout, tails, len(seeds)); err != nil {
+		log.Fatal(err)
+	}
+	if *tailSVG != "" {
+		var buf bytes.Buffer
+		if err := storm.WriteTailSVG(&buf, tails); err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(*tailSVG, buf.Bytes(), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("chart: %s\n", *tailSVG)
 	}
 	if *svgPath != "" {
 		var buf bytes.Buffer
