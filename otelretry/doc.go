@@ -24,6 +24,7 @@
 //	retry.client.attempts                    Counter     {attempt}
 //	retry.client.retries                     Counter     {retry}
 //	retry.client.give_ups                    Counter     {give_up}
+//	retry.client.hedges                      Counter     {hedge}
 //	retry.client.wait.duration               Histogram   s
 //	retry.client.quota.available             Gauge       {token}
 //	retry.client.quota.limit                 Gauge       {token}
@@ -41,7 +42,10 @@
 // came in time, is never made: it is counted as scheduled, and then as a
 // give-up with reason canceled, deadline or rate_limited. (An attempt
 // during which the caller's context ends is counted as scheduled and no
-// more, as the strategy is told nothing further.)
+// more, as the strategy is told nothing further.) A hedge of a call made
+// with retry.DoHedged or a hedging Transport counts in
+// retry.client.hedges, not as an attempt: the strategy's attempts are the
+// rounds of a hedged call.
 //
 // The histogram's bucket boundaries, in seconds, suit backoff: from no
 // wait at all, through the milliseconds of a first backoff, to the minute

@@ -38,6 +38,7 @@ type Metrics struct {
 	attempts metric.Int64Counter
 	retries  metric.Int64Counter
 	giveUps  metric.Int64Counter
+	hedges   metric.Int64Counter
 	wait     metric.Float64Histogram
 
 	quotaAvailable metric.Float64ObservableGauge
@@ -99,6 +100,9 @@ func New(opts ...Option) (*Metrics, error) {
 	m.giveUps, e = meter.Int64Counter("retry.client.give_ups", metric.WithUnit("{give_up}"),
 		metric.WithDescription("Failed calls that a retry strategy does not retry further."))
 	err = errors.Join(err, e)
+	m.hedges, e = meter.Int64Counter("retry.client.hedges", metric.WithUnit("{hedge}"),
+		metric.WithDescription("Hedges sent: extra attempts of calls whose attempt was slow (retry.Hedging)."))
+	err = errors.Join(err, e)
 	m.wait, e = meter.Float64Histogram("retry.client.wait.duration", metric.WithUnit("s"),
 		metric.WithDescription("The wait a retry strategy planned before a retry."),
 		metric.WithExplicitBucketBoundaries(waitBuckets...))
@@ -124,7 +128,8 @@ func New(opts ...Option) (*Metrics, error) {
 // Hook returns a retry.Hook that records the events of the strategies it
 // is given to: a first attempt or a retry adds to retry.client.attempts; a
 // retry adds to retry.client.retries and records its planned wait; a
-// give-up adds to retry.client.give_ups (see the package documentation).
+// give-up adds to retry.client.give_ups; a hedge adds to
+// retry.client.hedges (see the package documentation).
 // Add it with retry.WithHook. The hook is quick and safe for concurrent
 // use, as hooks must be; it records without a context, as hooks have
 // none.
@@ -151,6 +156,8 @@ func (m *Metrics) record(ev retry.Event) {
 			k.errorType, k.hasError = errorType(ev.Err), true
 		}
 		m.giveUps.Add(ctx, 1, m.with(k).add...)
+	case retry.EventHedge:
+		m.hedges.Add(ctx, 1, m.with(attrKey{scope: ev.Scope}).add...)
 	}
 }
 
