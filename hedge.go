@@ -252,15 +252,14 @@ func doHedged[T any](ctx context.Context, fn func(context.Context) (T, error), h
 	if err != nil {
 		return zero, &Error{Reason: err}
 	}
-	c := new(cursor) // shared with the hedges
-	if err := c.init(cfg.strategy); err != nil {
-		return zero, &Error{Reason: err}
-	}
 	if discard == nil {
 		discard = closeLoser[T]
 	}
-	hr := newHedgeRun(h, c, cfg.scope, fn, cfg.timeout, discard)
-	return start(ctx, fn, c, cfg.scope, cfg.timeout, hr)
+	hr := newHedgeRun(h, cfg.scope, fn, cfg.timeout, discard)
+	if err := hr.c.init(cfg.strategy); err != nil {
+		return zero, &Error{Reason: err}
+	}
+	return start(ctx, fn, hr.c, cfg.scope, cfg.timeout, hr)
 }
 
 // hedgeScope is a Hedging's state for one scope.
@@ -508,7 +507,8 @@ func (h *Hedging) stats(st *hedgeScope) HedgingStats {
 type hedgeRun[T any] struct {
 	h       *Hedging
 	st      *hedgeScope
-	c       *cursor
+	c       *cursor // &cur
+	cur     cursor  // the call's, shared with the hedges
 	fn      func(context.Context) (T, error)
 	timeout time.Duration
 	discard func(T)
@@ -532,10 +532,11 @@ type hedgeRun[T any] struct {
 	pv       any
 }
 
-// newHedgeRun prepares hedging for a call in the named scope, made with
-// cursor c: it adds the call's share to the scope's budget.
-func newHedgeRun[T any](h *Hedging, c *cursor, scope string, fn func(context.Context) (T, error), timeout time.Duration, discard func(T)) *hedgeRun[T] {
-	r := &hedgeRun[T]{h: h, st: h.scope(scope), c: c, fn: fn, timeout: timeout, discard: discard}
+// newHedgeRun prepares hedging for a call in the named scope: it adds the
+// call's share to the scope's budget. The caller initializes its cursor.
+func newHedgeRun[T any](h *Hedging, scope string, fn func(context.Context) (T, error), timeout time.Duration, discard func(T)) *hedgeRun[T] {
+	r := &hedgeRun[T]{h: h, st: h.scope(scope), fn: fn, timeout: timeout, discard: discard}
+	r.c = &r.cur
 	r.ended.L = &r.mu
 	h.deposit(r.st)
 	return r

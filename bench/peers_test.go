@@ -12,6 +12,7 @@ import (
 	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/cenkalti/backoff/v5"
 	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/bench/awsstorm"
@@ -354,12 +355,39 @@ func scopeCallers(tb testing.TB) []caller {
 	}
 }
 
+// hedgedCallers returns the callers for the Hedged case: a call that
+// succeeds before its hedge delay (10 ms), so that no hedge is sent; what
+// each library pays for being ready to hedge. failsafe-go's hedge policy
+// is its fastest configuration: a fixed delay and no budget.
+func hedgedCallers(tb testing.TB) []caller {
+	s := retry.WithStrategy(must(retry.NewStandard()))
+	hedging := must(retry.NewHedging(retry.WithHedgeDelay(10 * time.Millisecond)))
+	adaptive := must(retry.NewHedging())
+	failsafeExec := failsafe.With(hedgepolicy.NewWithDelay[int](10 * time.Millisecond))
+	failsafeWork := func(e failsafe.Execution[int]) (int, error) { return work(e.Context()) }
+	return []caller{
+		{"direct", work},
+		{"retrykit", func(ctx context.Context) (int, error) {
+			return retry.Do(ctx, work, s)
+		}},
+		{"retrykit-hedged", func(ctx context.Context) (int, error) {
+			return retry.DoHedged(ctx, work, hedging, s)
+		}},
+		{"retrykit-hedged-adaptive", func(ctx context.Context) (int, error) {
+			return retry.DoHedged(ctx, work, adaptive, s)
+		}},
+		{"failsafe-hedge", func(ctx context.Context) (int, error) {
+			return failsafeExec.WithContext(ctx).GetWithExecution(failsafeWork)
+		}},
+	}
+}
+
 // TestCallers checks that every caller succeeds, twice in a row: a retry
 // caller that made too few attempts would fail.
 func TestCallers(t *testing.T) {
 	ctx := context.Background()
 	var all []caller
-	for _, f := range []func(testing.TB) []caller{successCallers, threeAttemptCallers, oneRetryCallers, adaptiveCallers, scopeCallers} {
+	for _, f := range []func(testing.TB) []caller{successCallers, threeAttemptCallers, oneRetryCallers, adaptiveCallers, scopeCallers, hedgedCallers} {
 		all = append(all, f(t)...)
 	}
 	for _, c := range all {
@@ -404,6 +432,9 @@ func runParallel(b *testing.B, callers []caller) {
 		})
 	}
 }
+
+// BenchmarkHedged: a hedged call succeeds before its hedge delay.
+func BenchmarkHedged(b *testing.B) { runEach(b, hedgedCallers(b)) }
 
 // BenchmarkSuccess: the call succeeds at once.
 func BenchmarkSuccess(b *testing.B) { runEach(b, successCallers(b)) }
