@@ -43,7 +43,8 @@ func ExampleDoHedged() {
 }
 
 // Transport hedges the requests it would retry. Here the server holds the
-// first request until the client gives up on it, and answers the hedge.
+// first request to reach it until the client gives up on it, and answers
+// the other.
 func ExampleTransport_hedging() {
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -51,7 +52,7 @@ func ExampleTransport_hedging() {
 			<-r.Context().Done()
 			return
 		}
-		fmt.Fprint(w, "hello from the hedge")
+		fmt.Fprint(w, "hello from the request not held")
 	}))
 	defer srv.Close()
 
@@ -71,5 +72,5 @@ func ExampleTransport_hedging() {
 		log.Fatal(err)
 	}
 	fmt.Println(resp.Status, string(body))
-	// Output: 200 OK hello from the hedge
+	// Output: 200 OK hello from the request not held
 }
