@@ -192,12 +192,7 @@ func TestHedgePausedByThrottleAndRetryHint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHedging(t, retry.WithHedgeDelay(10*time.Millisecond), retry.WithHedgePause(time.Second))
 		slow := func(ctx context.Context) (int, error) {
-			select {
-			case <-time.After(50 * time.Millisecond):
-				return 1, nil
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+			return after(ctx, 50*time.Millisecond, 1)
 		}
 		var throttled atomic.Bool
 		throttle := func(ctx context.Context) (int, error) {
@@ -241,12 +236,7 @@ func TestHedgePushbackStopsTheRoundsHedges(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 				return 0, &retry.StatusError{StatusCode: 503, Code: "ThrottlingException"}
 			}
-			select {
-			case <-time.After(100 * time.Millisecond):
-				return 1, nil
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+			return after(ctx, 100*time.Millisecond, 1)
 		}
 		_, err := retry.DoHedged(t.Context(), fn, h, retry.WithStrategy(newStandard(t)))
 		require.NoError(t, err)
@@ -258,12 +248,7 @@ func TestHedgePushbackStopsTheRoundsHedges(t *testing.T) {
 func TestHedgeGatedByRetryQuotaAndRateLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := func(ctx context.Context) (int, error) {
-			select {
-			case <-time.After(50 * time.Millisecond):
-				return 1, nil
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+			return after(ctx, 50*time.Millisecond, 1)
 		}
 		// A retry quota below half full: no hedges.
 		bucket, err := retry.NewTokenBucket(retry.WithMaxCapacity(10))
@@ -352,12 +337,7 @@ func TestHedgeAdaptiveDelayTracksLatency(t *testing.T) {
 			mu.Lock()
 			d := time.Duration(base.Load()) + time.Duration(rng.Int64N(base.Load()))
 			mu.Unlock()
-			select {
-			case <-time.After(d):
-				return 1, nil
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+			return after(ctx, d, 1)
 		}
 		s := newStandard(t)
 		call := func() {
@@ -579,5 +559,15 @@ func TestHedgingDecisionsOnVirtualTime(t *testing.T) {
 		assert.False(t, z.TakeHedge("a", now))
 		assert.Zero(t, z.Delay("a"))
 		assert.Equal(t, retry.HedgingStats{}, z.Stats("a"))
+	}
+}
+
+// after returns v once d has passed, or ctx's error as soon as ctx ends.
+func after(ctx context.Context, d time.Duration, v int) (int, error) {
+	select {
+	case <-time.After(d):
+		return v, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
 }
