@@ -464,8 +464,8 @@ type HedgingStats struct {
 	Paused time.Duration
 }
 
-// Stats returns the state of the named scope. A scope never used reports
-// what a new one starts with.
+// Stats returns the state of the named scope, at the system clock's now.
+// A scope never used reports what a new one starts with.
 func (h *Hedging) Stats(scope string) HedgingStats {
 	if !h.valid() {
 		return HedgingStats{}
