@@ -133,3 +133,48 @@ func BenchmarkDoScopeChurn(b *testing.B) {
 		i = (i + 1) % len(names)
 	}
 }
+
+// BenchmarkDoScopes calls one named scope, and two and four named scopes
+// in turn, as a Transport sending to that many hosts does: each scope
+// should cost what one does.
+func BenchmarkDoScopes(b *testing.B) {
+	s, err := retry.NewStandard()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	opt := retry.WithStrategy(s)
+	hosts := []retry.DoOption{retry.WithScope("a.example.com"), retry.WithScope("b.example.com"),
+		retry.WithScope("c.example.com"), retry.WithScope("d.example.com")}
+	for _, n := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("scopes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := retry.Do(ctx, work, opt, hosts[i]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				if i == n {
+					i = 0
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("scopes=%d/parallel", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					if _, err := retry.Do(ctx, work, opt, hosts[i]); err != nil {
+						b.Error(err)
+						return
+					}
+					i++
+					if i == n {
+						i = 0
+					}
+				}
+			})
+		})
+	}
+}

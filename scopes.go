@@ -133,13 +133,30 @@ type scopeCache struct {
 	limit    int
 
 	m     sync.Map // scope name to *scopeState
-	hot   atomic.Pointer[scopeState]
+	hot   [hotSlots]atomic.Pointer[scopeState]
 	epoch atomic.Uint64
 
 	mu   sync.Mutex    // serializes creation and eviction
 	ring []*scopeState // what m holds, in the order eviction looks at them
 	hand int           // where the next eviction starts looking
 	seq  uint64
+}
+
+// hotSlots is how many scopes can be hot at once: each name given to a
+// lookup has a slot, chosen by the address of its bytes, so that callers
+// taking turns with a few scopes, each name a constant or an option kept,
+// find each of them hot, and write nothing shared once they have. Two
+// names whose slots collide (1 in 64 for a pair) take turns in it, and
+// each finds the other's state there: it then costs a sync.Map lookup.
+const (
+	hotBits  = 6
+	hotSlots = 1 << hotBits
+)
+
+// hotSlot returns the hot slot of name.
+func (c *scopeCache) hotSlot(name string) *atomic.Pointer[scopeState] {
+	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(name))))
+	return &c.hot[p*0x9e3779b97f4a7c15>>(64-hotBits)] // Fibonacci hashing: nearby addresses spread
 }
 
 // evictionWindow is how many scopes an eviction compares.
@@ -181,11 +198,11 @@ func (c *scopeCache) get(name string) *scopeState {
 	return c.find(name)
 }
 
-// hotScope returns the hot scope if it is the named one and already used
-// in the current epoch, and nil otherwise. It is small enough to inline
-// into Do's fast path.
+// hotScope returns the hot scope of name's slot if it is the named one
+// and already used in the current epoch, and nil otherwise. It is small
+// enough to inline into Do's fast path.
 func (c *scopeCache) hotScope(name string) *scopeState {
-	if st := c.hot.Load(); st != nil && sameString(st.name, name) && st.used.Load() == c.epoch.Load() {
+	if st := c.hotSlot(name).Load(); st != nil && sameString(st.name, name) && st.used.Load() == c.epoch.Load() {
 		return st
 	}
 	return nil
@@ -207,13 +224,13 @@ func (c *scopeCache) find(name string) *scopeState {
 	}
 	st := v.(*scopeState)
 	c.touch(st)
-	if c.hot.Load() != st {
-		c.hot.Store(st)
+	if hot := c.hotSlot(name); hot.Load() != st {
+		hot.Store(st)
 		if st.forgotten.Load() {
 			// Forgotten since it was loaded: it must not stay hot. (If
 			// touch saw the epoch its forgetting started, this sees the
 			// flag, set before.)
-			c.hot.CompareAndSwap(st, nil)
+			hot.CompareAndSwap(st, nil)
 		}
 	}
 	return st
@@ -251,7 +268,7 @@ func (c *scopeCache) create(name string) *scopeState {
 	}
 	c.m.Store(name, st)
 	st.used.Store(c.epoch.Add(1)) // after the flag, which find relies on
-	c.hot.Store(st)
+	c.hotSlot(name).Store(st)
 	return st
 }
 
