@@ -714,9 +714,14 @@ func (r *hedgeRun[T]) settle(v T, err error) {
 		r.closed = true
 	}
 	switch {
+	case r.decided && err == nil:
+		r.discard(v)
+		return
 	case r.decided:
-		if err == nil {
-			r.discard(v)
+		// The round is over, but a service that pushes back on a losing
+		// attempt still stops the scope's hedges.
+		if c := r.classify(err); c.Throttle || c.RetryAfter > 0 {
+			r.h.pause(r.st, time.Now(), c.RetryAfter)
 		}
 		return
 	case err == nil:

@@ -245,6 +245,26 @@ func TestHedgePushbackStopsTheRoundsHedges(t *testing.T) {
 	})
 }
 
+// A losing attempt that is throttled after the round was won still stops
+// the scope's hedges: the service pushed back.
+func TestHedgeLoserThrottlePauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHedging(t, retry.WithHedgeDelay(10*time.Millisecond), retry.WithHedgePause(time.Second))
+		var calls atomic.Int32
+		fn := func(ctx context.Context) (int, error) {
+			if calls.Add(1) == 1 {
+				time.Sleep(30 * time.Millisecond) // does not watch ctx: returns its throttle after the hedge won
+				return 0, &retry.StatusError{StatusCode: 429}
+			}
+			return 2, nil
+		}
+		v, err := retry.DoHedged(t.Context(), fn, h, retry.WithStrategy(newStandard(t)))
+		require.NoError(t, err)
+		assert.Equal(t, 2, v)
+		assert.Equal(t, time.Second, h.Stats("").Paused, "paused for a second from the throttle, which DoHedged waited for")
+	})
+}
+
 func TestHedgeGatedByRetryQuotaAndRateLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := func(ctx context.Context) (int, error) {

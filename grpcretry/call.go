@@ -21,7 +21,7 @@ import (
 type call struct {
 	ctx      context.Context
 	s        retry.RetryStrategy
-	classify retry.Classifier
+	cfg      *config
 	tok      retry.RetryToken
 	tokErr   error // the strategy refused the initial token: one attempt, no retries
 	attempts int
@@ -35,9 +35,15 @@ func (c *call) attemptContext(ctx context.Context) context.Context {
 	if !c.send {
 		return ctx
 	}
-	v := "attempt=" + strconv.Itoa(c.attempts+1)
-	if c.max > 0 {
-		v += "; max=" + strconv.Itoa(c.max)
+	return withAttempt(ctx, c.attempts+1, c.max)
+}
+
+// withAttempt returns ctx with the attempt's number and the strategy's
+// attempt limit (0: unknown) in its metadata, as SendAttempts sends them.
+func withAttempt(ctx context.Context, attempt, limit int) context.Context {
+	v := "attempt=" + strconv.Itoa(attempt)
+	if limit > 0 {
+		v += "; max=" + strconv.Itoa(limit)
 	}
 	return metadata.AppendToOutgoingContext(ctx, "amz-sdk-request", v)
 }
@@ -58,7 +64,7 @@ func (cfg *config) start(ctx context.Context, method string, cc *grpc.ClientConn
 	if done := callerDone(ctx); done != nil {
 		return nil, newCallError(ctx, 0, nil, done)
 	}
-	c := &call{ctx: ctx, s: cfg.strategy, classify: cfg.classifier, send: cfg.send}
+	c := &call{ctx: ctx, s: cfg.strategy, cfg: cfg, send: cfg.send}
 	if c.s == nil {
 		c.s = retry.StrategyFromContext(ctx)
 	}
@@ -99,10 +105,10 @@ func (c *call) failed(err error, trailer metadata.MD) error {
 	if refusal := retry.LayerRefusal(c.ctx); refusal != nil {
 		return newCallError(c.ctx, c.attempts, err, refusal) // the caller of the request this call serves will retry
 	}
-	if _, stop := pushback(trailer); stop {
-		err = &pushedBack{err} // the server answered not to retry: a layer above should not either
+	marked := c.cfg.mark(err, trailer)
+	if p, ok := marked.err.(*pushedBack); ok {
+		err = p
 	}
-	marked := &classified{err: err, c: withPushback(c.classify(err), trailer)}
 	tok, reason := c.s.RefreshRetryToken(c.ctx, c.tok, marked)
 	if reason == nil && tok == nil {
 		reason = fmt.Errorf("%w: %T.RefreshRetryToken returned no token", retry.ErrInvalidToken, c.s)
@@ -112,6 +118,17 @@ func (c *call) failed(err error, trailer metadata.MD) error {
 	}
 	c.tok = tok
 	return nil
+}
+
+// mark returns err, an attempt's error, with what the classifier and the
+// trailer the server sent with it make of it, for the strategy. An error
+// the server answered not to retry is wrapped in a *pushedBack first: a
+// layer above should not retry it either.
+func (cfg *config) mark(err error, trailer metadata.MD) *classified {
+	if _, stop := pushback(trailer); stop {
+		err = &pushedBack{err}
+	}
+	return &classified{err: err, c: withPushback(cfg.classifier(err), trailer)}
 }
 
 // succeeded reports that an attempt succeeded.
@@ -162,7 +179,16 @@ func (e *callError) GRPCStatus() *status.Status { return e.st }
 // the last failing with err (nil if none was made), and gave up because of
 // reason.
 func newCallError(ctx context.Context, attempts int, err, reason error) error {
-	e := &callError{err: &retry.Error{Attempts: attempts, Err: err, Reason: reason}}
+	e := callErrorOf(ctx, &retry.Error{Attempts: attempts, Err: err, Reason: reason})
+	retry.ReportGiveUp(ctx, e.err) // for the request this call serves, if a server interceptor keeps its Layer
+	return e
+}
+
+// callErrorOf returns the error for a call made with ctx that gave up as r
+// says.
+func callErrorOf(ctx context.Context, r *retry.Error) *callError {
+	e := &callError{err: r}
+	err, reason := r.Err, r.Reason
 	var done error
 	if ctx != nil {
 		done = callerDone(ctx)
@@ -179,7 +205,6 @@ func newCallError(ctx context.Context, attempts int, err, reason error) error {
 	default:
 		e.st = status.New(codes.Internal, reason.Error())
 	}
-	retry.ReportGiveUp(ctx, e.err) // for the request this call serves, if a server interceptor keeps its Layer
 	return e
 }
 

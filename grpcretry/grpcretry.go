@@ -72,25 +72,48 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 		invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		cfg, callOpts := base.forCall(callOpts)
-		c, err := cfg.start(ctx, method, cc)
-		switch {
-		case err != nil:
-			return err
-		case c == nil: // retries disabled
-			return invoker(ctx, method, req, reply, cc, callOpts...)
+		if cfg.callStats == nil || ctx == nil {
+			return cfg.invoke(ctx, method, req, reply, cc, invoker, callOpts, nil)
 		}
-		var trailer metadata.MD
-		callOpts = append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))
-		for {
-			trailer = nil
-			err := invoker(c.attemptContext(ctx), method, req, reply, cc, callOpts...)
-			if err == nil {
-				c.succeeded()
-				return nil
-			}
-			if err = c.failed(err, trailer); err != nil {
-				return err
-			}
+		tr := newTracker()
+		ctx = context.WithValue(ctx, trackerKey{}, tr)
+		err := cfg.invoke(ctx, method, req, reply, cc, invoker, callOpts, tr)
+		tr.report(ctx, cfg.callStats, method, cc)
+		return err
+	}
+}
+
+// invoke makes a unary call, its attempts followed by tr if not nil.
+func (cfg *config) invoke(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, callOpts []grpc.CallOption, tr *tracker) error {
+	if m, ok := cfg.hedges(method, reply); ok && cfg.err == nil && ctx != nil {
+		if tr == nil {
+			tr = newTracker()
+		}
+		return cfg.invokeHedged(ctx, method, req, m, cc, invoker, callOpts, tr)
+	}
+	c, err := cfg.start(ctx, method, cc)
+	switch {
+	case err != nil:
+		return err
+	case c == nil: // retries disabled
+		tr.begin(nil)
+		defer tr.end()
+		return invoker(ctx, method, req, reply, cc, callOpts...)
+	}
+	var trailer metadata.MD
+	callOpts = append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))
+	for {
+		trailer = nil
+		tr.begin(nil)
+		err := invoker(c.attemptContext(ctx), method, req, reply, cc, callOpts...)
+		tr.end()
+		if err == nil {
+			c.succeeded()
+			return nil
+		}
+		if err = c.failed(err, trailer); err != nil {
+			return err
 		}
 	}
 }

@@ -26,7 +26,8 @@ type reply struct {
 	// Streams: how many messages to send before ending the call as code
 	// says.
 	messages int
-	block    bool // wait for the call's context to end, then fail with its status
+	block    bool          // wait for the call's context to end, then fail with its status
+	wait     time.Duration // wait this long first (or until the call's context ends, then fail with its status)
 }
 
 // server is a TestService that answers each call with the next reply of
@@ -79,6 +80,15 @@ func (r reply) fail(ctx context.Context, setTrailer func(metadata.MD)) error {
 	if r.block {
 		<-ctx.Done()
 		return status.FromContextError(ctx.Err()).Err()
+	}
+	if r.wait > 0 {
+		t := time.NewTimer(r.wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
 	}
 	if r.code == codes.OK {
 		return nil

@@ -26,6 +26,9 @@ type Option struct {
 	scope      string
 	scopeFunc  ScopeFunc
 	classifier retry.Classifier
+	hedging    *retry.Hedging
+	methods    []string
+	callStats  func(context.Context, CallStats)
 }
 
 type optionKind uint8
@@ -37,6 +40,8 @@ const (
 	optClassifier
 	optDisable
 	optSendAttempts
+	optHedging
+	optCallStats
 )
 
 // A ScopeFunc names the strategy scope that a call's attempts are counted
@@ -111,14 +116,21 @@ type config struct {
 	scopeSet   bool
 	classifier retry.Classifier
 	disabled   bool
-	send       bool  // SendAttempts
-	err        error // the first bad option
+	send       bool                             // SendAttempts
+	hedging    *retry.Hedging                   // WithHedging
+	hedged     methodSet                        // the methods hedging applies to
+	callStats  func(context.Context, CallStats) // WithCallStats
+	err        error                            // the first bad option
 }
 
-// apply sets cfg from o. A bad option leaves cfg.err set, if it was not
-// already.
-func (cfg *config) apply(o Option) {
+// apply sets cfg from o, an option of the interceptor or, if perCall, of
+// one call. A bad option leaves cfg.err set, if it was not already.
+func (cfg *config) apply(o Option, perCall bool) {
 	switch {
+	case o.kind == optHedging && o.hedging != nil && validMethods(o.methods) && (perCall || len(o.methods) > 0):
+		cfg.hedging, cfg.hedged = o.hedging, methodSet(o.methods)
+	case o.kind == optCallStats && o.callStats != nil:
+		cfg.callStats = o.callStats
 	case o.kind == optStrategy && o.strategy != nil:
 		cfg.strategy, cfg.disabled = o.strategy, false
 	case o.kind == optScope:
@@ -132,13 +144,25 @@ func (cfg *config) apply(o Option) {
 	case o.kind == optSendAttempts:
 		cfg.send = true
 	case cfg.err == nil:
-		cfg.err = badOption(o)
+		cfg.err = badOption(o, perCall)
 	}
 }
 
-// badOption describes what is wrong with o.
-func badOption(o Option) error {
+// badOption describes what is wrong with o, an option of the interceptor
+// or, if perCall, of one call.
+func badOption(o Option, perCall bool) error {
 	switch o.kind {
+	case optHedging:
+		switch {
+		case o.hedging == nil:
+			return configError("WithHedging", "a nil *retry.Hedging", "one made by retry.NewHedging")
+		case !validMethods(o.methods):
+			return configError("WithHedging", fmt.Sprintf("methods %q", o.methods), `full method names ("/package.Service/Method") or services ("/package.Service/*")`)
+		case !perCall:
+			return configError("WithHedging", "no method, given to the interceptor", `the methods that may be hedged ("/package.Service/Method"), or given to a call`)
+		}
+	case optCallStats:
+		return configError("WithCallStats", "nil", "a non-nil func(context.Context, CallStats)")
 	case optStrategy:
 		return configError("WithStrategy", "nil", "a non-nil retry.RetryStrategy")
 	case optScopeFunc:
@@ -159,7 +183,7 @@ func configError(option string, got any, valid string) error {
 func newConfig(opts []Option) config {
 	cfg := config{classifier: Classify}
 	for _, o := range opts {
-		cfg.apply(o)
+		cfg.apply(o, false)
 	}
 	return cfg
 }
@@ -180,7 +204,7 @@ func (cfg config) forCall(opts []grpc.CallOption) (config, []grpc.CallOption) {
 	rest := make([]grpc.CallOption, 0, len(opts)-ours)
 	for _, o := range opts {
 		if ro, ok := o.(Option); ok {
-			cfg.apply(ro)
+			cfg.apply(ro, true)
 		} else {
 			rest = append(rest, o)
 		}

@@ -36,26 +36,41 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
 		streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 		cfg, callOpts := base.forCall(callOpts)
+		var tr *tracker
+		if cfg.callStats != nil && ctx != nil {
+			tr = newTracker()
+			ctx = context.WithValue(ctx, trackerKey{}, tr)
+		}
+		report := func() { tr.report(ctx, cfg.callStats, method, cc) }
 		c, err := cfg.start(ctx, method, cc)
 		switch {
 		case err != nil:
+			report()
 			return nil, err
 		case c == nil: // retries disabled
+			tr.begin(nil)
+			defer report()
 			return streamer(ctx, desc, cc, method, callOpts...)
 		}
 		open := func() (grpc.ClientStream, error) {
-			return streamer(c.attemptContext(ctx), desc, cc, method, callOpts...)
+			tr.begin(nil)
+			cs, err := streamer(c.attemptContext(ctx), desc, cc, method, callOpts...)
+			if err != nil {
+				tr.end()
+			}
+			return cs, err
 		}
 		cs, err := openStream(c, open)
-		if err != nil {
-			return nil, err
-		}
-		if desc == nil || desc.ClientStreams || !desc.ServerStreams {
+		if err != nil || desc == nil || desc.ClientStreams || !desc.ServerStreams {
 			// Open is as far as such a stream is retried.
+			report()
+			if err != nil {
+				return nil, err
+			}
 			c.succeeded()
 			return cs, nil
 		}
-		return &serverStream{c: c, open: open, cur: cs}, nil
+		return &serverStream{c: c, open: open, cur: cs, tr: tr, report: report}, nil
 	}
 }
 
@@ -77,8 +92,10 @@ func openStream(c *call, open func() (grpc.ClientStream, error)) (grpc.ClientStr
 // first RecvMsg (as generated code does), is kept to be sent again on
 // each new stream.
 type serverStream struct {
-	c    *call // used by RecvMsg only, until done
-	open func() (grpc.ClientStream, error)
+	c      *call // used by RecvMsg only, until done
+	open   func() (grpc.ClientStream, error)
+	tr     *tracker // the call's, if WithCallStats
+	report func()   // gives the call's figures to WithCallStats, if set
 
 	mu     sync.Mutex
 	cur    grpc.ClientStream // the current attempt's stream
@@ -144,6 +161,7 @@ func (s *serverStream) RecvMsg(m any) error {
 			s.c.succeeded()
 			return err
 		}
+		s.tr.end()
 		if err = s.c.failed(err, cs.Trailer()); err != nil {
 			s.finish(err)
 			return err
@@ -160,6 +178,7 @@ func (s *serverStream) finish(err error) {
 	s.mu.Lock()
 	s.done, s.err = true, err
 	s.mu.Unlock()
+	s.report()
 }
 
 // reopen opens the next attempt's stream, as the strategy allows, makes it
@@ -185,6 +204,7 @@ func (s *serverStream) reopen() (grpc.ClientStream, error) {
 		}
 		// Sending failed before the server could answer (a request it cannot
 		// marshal, say): that is the attempt's failure.
+		s.tr.end()
 		if err = s.c.failed(err, nil); err != nil {
 			return nil, err
 		}
