@@ -87,22 +87,26 @@ type trackerKey struct{}
 // in flight.
 type tracker struct {
 	mu        sync.Mutex
-	running   int             // attempts in flight
-	rounds    int             // attempts of the strategy begun
-	hedges    int             // hedges begun
-	roundCtx  context.Context // the context of the current round's attempts
-	idleSince time.Time       // when running last fell to 0
-	idle      time.Duration   // the time with no attempt in flight, before idleSince
+	running   int           // attempts in flight
+	rounds    int           // attempts of the strategy begun
+	hedges    int           // hedges begun
+	round     any           // what identifies the current round: its attempts' context
+	idleSince time.Time     // when running last fell to 0
+	idle      time.Duration // the time with no attempt in flight, before idleSince
 
 	transparent atomic.Int64 // CountTransparentRetries
 }
 
 func newTracker() *tracker { return &tracker{idleSince: time.Now()} }
 
-// begin records that an attempt begins with ctx, and returns the number of
-// its round. The attempts of a hedged round share its context; an attempt
-// with a nil ctx is a round of its own. A nil tracker follows nothing.
-func (t *tracker) begin(ctx context.Context) int {
+// begin records that an attempt of its own round begins, and returns the
+// round's number. A nil tracker follows nothing.
+func (t *tracker) begin() int { return t.beginIn(nil) }
+
+// beginIn records that an attempt of the round identified by round begins
+// (the attempts of a hedged round share its context; nil: a round of its
+// own), and returns the round's number.
+func (t *tracker) beginIn(round any) int {
 	if t == nil {
 		return 0
 	}
@@ -112,9 +116,9 @@ func (t *tracker) begin(ctx context.Context) int {
 		t.idle += time.Since(t.idleSince)
 	}
 	t.running++
-	if ctx == nil || ctx != t.roundCtx {
+	if round == nil || round != t.round {
 		t.rounds++
-		t.roundCtx = ctx
+		t.round = round
 	} else {
 		t.hedges++
 	}

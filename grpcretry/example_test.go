@@ -160,3 +160,60 @@ func ExampleUnaryServerInterceptor() {
 	// Register the service, whose handlers call others with their context
 	// through grpcretry's client interceptors, and serve.
 }
+
+// slowServer is a health service whose first check hangs until its caller
+// gives up on it, as a server stuck behind a slow disk might.
+type slowServer struct {
+	healthpb.UnimplementedHealthServer
+	checks atomic.Int32
+}
+
+func (s *slowServer) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if s.checks.Add(1) == 1 {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+// Hedge the calls of a method that may run twice: when the first attempt
+// has not answered within 20 ms, a second is sent, its answer is the
+// call's and the first is cancelled. WithCallStats reports what each call
+// took (record it with otelretry's RecordGRPCCall).
+func ExampleWithHedging() {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, &slowServer{})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	defer func() { srv.Stop(); <-served }()
+
+	hedging, err := retry.NewHedging(retry.WithHedgeDelay(20 * time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	interceptor := grpcretry.UnaryClientInterceptor(
+		grpcretry.WithHedging(hedging, "/grpc.health.v1.Health/Check"), // idempotent: may run twice
+		grpcretry.WithCallStats(func(_ context.Context, s grpcretry.CallStats) {
+			fmt.Printf("%s: %d hedge, %d retries\n", s.Method, s.Hedges, s.Retries)
+		}),
+	)
+	conn, err := grpc.NewClient(lis.Addr().String(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(interceptor),
+		grpc.WithDisableRetry(),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	fmt.Println(resp.GetStatus(), err)
+	// Output:
+	// /grpc.health.v1.Health/Check: 1 hedge, 0 retries
+	// SERVING <nil>
+}

@@ -1,6 +1,8 @@
 // Package grpcretry retries gRPC client calls with a retry.RetryStrategy:
 // a unary and a stream client interceptor, a classifier of gRPC status
-// codes, and the server's retry pushback.
+// codes, and the server's retry pushback. The unary interceptor also
+// hedges the calls of the methods named with WithHedging, and
+// WithCallStats reports each call's retries, hedges and retry delay.
 //
 // Install the interceptors when dialing:
 //
@@ -97,7 +99,7 @@ func (cfg *config) invoke(ctx context.Context, method string, req, reply any, cc
 	case err != nil:
 		return err
 	case c == nil: // retries disabled
-		tr.begin(nil)
+		tr.begin()
 		defer tr.end()
 		return invoker(ctx, method, req, reply, cc, callOpts...)
 	}
@@ -105,7 +107,7 @@ func (cfg *config) invoke(ctx context.Context, method string, req, reply any, cc
 	callOpts = append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))
 	for {
 		trailer = nil
-		tr.begin(nil)
+		tr.begin()
 		err := invoker(c.attemptContext(ctx), method, req, reply, cc, callOpts...)
 		tr.end()
 		if err == nil {

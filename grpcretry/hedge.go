@@ -103,7 +103,7 @@ func (cfg *config) invokeHedged(ctx context.Context, method string, req any, rep
 	n := len(callOpts)
 	var taken atomic.Bool // reply is some attempt's
 	fn := func(actx context.Context) (proto.Message, error) {
-		round := tr.begin(actx)
+		round := tr.beginIn(actx)
 		defer tr.end()
 		if cfg.send {
 			actx = withAttempt(actx, round, limit)

@@ -48,12 +48,12 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 			report()
 			return nil, err
 		case c == nil: // retries disabled
-			tr.begin(nil)
+			tr.begin()
 			defer report()
 			return streamer(ctx, desc, cc, method, callOpts...)
 		}
 		open := func() (grpc.ClientStream, error) {
-			tr.begin(nil)
+			tr.begin()
 			cs, err := streamer(c.attemptContext(ctx), desc, cc, method, callOpts...)
 			if err != nil {
 				tr.end()

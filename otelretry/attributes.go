@@ -18,6 +18,10 @@ import (
 const (
 	scopeKey  = attribute.Key("retry.scope")
 	reasonKey = attribute.Key("retry.reason")
+
+	// gRPC's own (gRFC A66), for its per-call retry metrics.
+	grpcMethodKey = attribute.Key("grpc.method")
+	grpcTargetKey = attribute.Key("grpc.target")
 )
 
 // retryReason says what a strategy made of the error it retries.

@@ -31,6 +31,20 @@
 //	retry.client.rate_limiter.fill_rate      Gauge       {attempt}/s
 //	retry.client.rate_limiter.measured_rate  Gauge       {attempt}/s
 //
+// and gRPC's per-call retry metrics (gRFC A96), which Metrics.RecordGRPCCall
+// records from the figures grpcretry.WithCallStats reports for each call:
+//
+//	grpc.client.call.retries                 Histogram   {retry}
+//	grpc.client.call.transparent_retries     Histogram   {transparent_retry}
+//	grpc.client.call.hedges                  Histogram   {hedge}
+//	grpc.client.call.retry_delay             Histogram   s
+//
+// The first three are recorded only when not 0, as gRFC A96 asks; their
+// buckets are 1, 2, 3, 4, 5 and 10. The retry delay is the time a call had
+// no attempt in flight, in the buckets of gRPC's latency metrics (gRFC
+// A66). They carry grpc.method (without its leading "/") and grpc.target,
+// not retry.scope, and the attributes of WithAttributes.
+//
 // The hook counts in retry.client.attempts every attempt a strategy
 // schedules, the first of a call and each retry, and in
 // retry.client.retries each failed attempt it retries, with the wait it

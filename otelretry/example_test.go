@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -93,4 +94,41 @@ func Example() {
 	// retry.client.quota.limit{retry.scope=} 500
 	// retry.client.retries{error.type=*errors.errorString,retry.reason=transient,retry.scope=inventory} 2
 	// retry.client.wait.duration{retry.reason=transient,retry.scope=inventory} count=2 sum=0s
+}
+
+// Record gRPC's per-call retry metrics (gRFC A96). With grpcretry, the
+// interceptors report each call:
+//
+//	grpcretry.WithCallStats(func(ctx context.Context, s grpcretry.CallStats) {
+//		metrics.RecordGRPCCall(ctx, otelretry.GRPCCall(s))
+//	})
+func ExampleMetrics_RecordGRPCCall() {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer provider.Shutdown(context.Background())
+	metrics, err := otelretry.New(otelretry.WithMeterProvider(provider))
+	if err != nil {
+		panic(err)
+	}
+
+	metrics.RecordGRPCCall(context.Background(), otelretry.GRPCCall{
+		Method: "/shop.Orders/Get", Target: "dns:///orders:443", Retries: 1, Hedges: 1, RetryDelay: 120 * time.Millisecond,
+	})
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		panic(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		switch data := m.Data.(type) {
+		case metricdata.Histogram[int64]:
+			fmt.Println(m.Name, data.DataPoints[0].Sum)
+		case metricdata.Histogram[float64]:
+			fmt.Println(m.Name, data.DataPoints[0].Sum)
+		}
+	}
+	// Output:
+	// grpc.client.call.retries 1
+	// grpc.client.call.hedges 1
+	// grpc.client.call.retry_delay 0.12
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -22,6 +24,16 @@ const ScopeName = "github.com/retrykit/retry/otelretry"
 // retry.client.wait.duration histogram, as the package documentation
 // lists them.
 var waitBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
+
+// countBuckets are the bucket boundaries of the per-call counts of gRPC's
+// retry metrics: gRPC caps a call at 5 attempts.
+var countBuckets = []float64{1, 2, 3, 4, 5, 10}
+
+// latencyBuckets are the bucket boundaries, in seconds, of
+// grpc.client.call.retry_delay: those of gRPC's latency metrics (gRFC A66).
+var latencyBuckets = []float64{0, 0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.001, 0.002, 0.003,
+	0.004, 0.005, 0.006, 0.008, 0.01, 0.013, 0.016, 0.02, 0.025, 0.03, 0.04, 0.05, 0.065, 0.08, 0.1, 0.13,
+	0.16, 0.2, 0.25, 0.3, 0.4, 0.5, 0.65, 0.8, 1, 2, 5, 10, 20, 50, 100}
 
 // Metrics records the metrics of retry strategies: give its Hook to
 // strategies with retry.WithHook, and Observe them for their quota and
@@ -40,6 +52,12 @@ type Metrics struct {
 	giveUps  metric.Int64Counter
 	hedges   metric.Int64Counter
 	wait     metric.Float64Histogram
+
+	// gRPC's per-call retry metrics (gRFC A96), recorded by RecordGRPCCall.
+	callRetries     metric.Int64Histogram
+	callTransparent metric.Int64Histogram
+	callHedges      metric.Int64Histogram
+	callRetryDelay  metric.Float64Histogram
 
 	quotaAvailable metric.Float64ObservableGauge
 	quotaLimit     metric.Int64ObservableGauge
@@ -72,6 +90,9 @@ type attrKey struct {
 	reason    string
 	errorType string
 	hasError  bool // errorType is set (it may be empty)
+
+	grpc           bool // a gRPC call's: grpc.method and grpc.target, not retry.scope
+	method, target string
 }
 
 // New makes the instruments of a Metrics with the MeterProvider given
@@ -106,6 +127,22 @@ func New(opts ...Option) (*Metrics, error) {
 	m.wait, e = meter.Float64Histogram("retry.client.wait.duration", metric.WithUnit("s"),
 		metric.WithDescription("The wait a retry strategy planned before a retry."),
 		metric.WithExplicitBucketBoundaries(waitBuckets...))
+	err = errors.Join(err, e)
+	m.callRetries, e = meter.Int64Histogram("grpc.client.call.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Number of retries during the client call. If there were no retries, 0 is not reported."),
+		metric.WithExplicitBucketBoundaries(countBuckets...))
+	err = errors.Join(err, e)
+	m.callTransparent, e = meter.Int64Histogram("grpc.client.call.transparent_retries", metric.WithUnit("{transparent_retry}"),
+		metric.WithDescription("Number of transparent retries during the client call. If there were no transparent retries, 0 is not reported."),
+		metric.WithExplicitBucketBoundaries(countBuckets...))
+	err = errors.Join(err, e)
+	m.callHedges, e = meter.Int64Histogram("grpc.client.call.hedges", metric.WithUnit("{hedge}"),
+		metric.WithDescription("Number of hedges during the client call. If there were no hedges, 0 is not reported."),
+		metric.WithExplicitBucketBoundaries(countBuckets...))
+	err = errors.Join(err, e)
+	m.callRetryDelay, e = meter.Float64Histogram("grpc.client.call.retry_delay", metric.WithUnit("s"),
+		metric.WithDescription("Total time of delay while there is no active attempt during the client call."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
 	err = errors.Join(err, e)
 	m.quotaAvailable, e = meter.Float64ObservableGauge("retry.client.quota.available", metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens in the retry quota of a scope."))
@@ -168,7 +205,11 @@ func (m *Metrics) with(k attrKey) *measurement {
 		return o.(*measurement)
 	}
 	all := make([]attribute.KeyValue, 0, 3+len(m.attrs))
-	all = append(all, scopeKey.String(k.scope))
+	if k.grpc {
+		all = append(all, grpcMethodKey.String(k.method), grpcTargetKey.String(k.target))
+	} else {
+		all = append(all, scopeKey.String(k.scope))
+	}
 	if k.reason != "" {
 		all = append(all, reasonKey.String(k.reason))
 	}
@@ -184,6 +225,50 @@ func (m *Metrics) with(k attrKey) *measurement {
 		}
 	}
 	return o
+}
+
+// GRPCCall is what one gRPC call's retries and hedges came to, field for
+// field grpcretry.CallStats, so that one converts to the other:
+//
+//	grpcretry.WithCallStats(func(ctx context.Context, s grpcretry.CallStats) {
+//		metrics.RecordGRPCCall(ctx, otelretry.GRPCCall(s))
+//	})
+type GRPCCall struct {
+	Method             string        // the full method name, "/package.Service/Method"
+	Target             string        // the connection's target, as dialed
+	Retries            int           // attempts after the first, hedges not included
+	TransparentRetries int           // attempts gRPC made again below the interceptor
+	Hedges             int           // hedges sent
+	RetryDelay         time.Duration // the time the call had no attempt in flight
+}
+
+// RecordGRPCCall records one gRPC call's figures in gRPC's per-call retry
+// metrics (gRFC A96): grpc.client.call.retries, .transparent_retries and
+// .hedges when not 0, and grpc.client.call.retry_delay, with the
+// attributes grpc.method (the method's name without its leading "/", as
+// gRPC's own metrics have it) and grpc.target, and those of
+// WithAttributes. ctx is passed to the instruments. A zero Metrics records
+// nothing.
+//
+// Each method and target is a series of its own. gRPC's own metrics bound
+// their number by recording "other" for methods that generated code did
+// not register; RecordGRPCCall records the name it is given, so keep the
+// names a bounded set (rename the others to "other" before recording).
+func (m *Metrics) RecordGRPCCall(ctx context.Context, c GRPCCall) {
+	if m == nil || m.callRetries == nil {
+		return
+	}
+	at := m.with(attrKey{grpc: true, method: strings.TrimPrefix(c.Method, "/"), target: c.Target})
+	if c.Retries > 0 {
+		m.callRetries.Record(ctx, int64(c.Retries), at.record...)
+	}
+	if c.TransparentRetries > 0 {
+		m.callTransparent.Record(ctx, int64(c.TransparentRetries), at.record...)
+	}
+	if c.Hedges > 0 {
+		m.callHedges.Record(ctx, int64(c.Hedges), at.record...)
+	}
+	m.callRetryDelay.Record(ctx, max(c.RetryDelay, 0).Seconds(), at.record...)
 }
 
 // StatsReporter is a strategy whose state Observe reports: *retry.Standard

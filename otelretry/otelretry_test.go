@@ -58,6 +58,11 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64 {
 				for _, dp := range data.DataPoints {
 					points[key(dp.Attributes)] = float64(dp.Value)
 				}
+			case metricdata.Histogram[int64]:
+				for _, dp := range data.DataPoints {
+					points[key(dp.Attributes)+".count"] = float64(dp.Count)
+					points[key(dp.Attributes)+".sum"] = float64(dp.Sum)
+				}
 			case metricdata.Histogram[float64]:
 				for _, dp := range data.DataPoints {
 					points[key(dp.Attributes)+".count"] = float64(dp.Count)
