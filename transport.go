@@ -336,9 +336,10 @@ type roundTrip struct {
 	maxAttempts int  // the strategy's attempt limit, for SendAttempts; 0: unknown
 	hedged      bool // attempts may run at the same time, and take mu
 
-	mu       sync.Mutex     // with hedged, held for the fields below
-	attempts int            // attempts started
-	failed   *http.Response // the latest failed attempt's response
+	mu       sync.Mutex      // with hedged, held for the fields below
+	attempts int             // attempts started
+	failed   *http.Response  // the latest failed attempt's response
+	round    context.Context // with hedged, the context of the latest round's attempts
 }
 
 func (rt *roundTrip) lock() {
@@ -377,13 +378,15 @@ func closeResponse(resp *http.Response) {
 // own request anyway.
 func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 	rt.lock()
-	if rt.failed != nil && !rt.hedged {
-		// The failure before this retry. (A hedged request keeps the
-		// latest failure until a newer one replaces it: an attempt may
-		// start while another's failure is the round's.)
+	if rt.failed != nil && (!rt.hedged || ctx != rt.round) {
+		// The failure before this retry, or the previous round's. (The
+		// attempts of a hedged round share its context, and keep the
+		// round's latest failure until a newer one replaces it: an
+		// attempt may start while another's failure is the round's.)
 		discard(rt.failed)
 		rt.failed = nil
 	}
+	rt.round = ctx
 	rt.attempts++
 	n := rt.attempts
 	rt.unlock()

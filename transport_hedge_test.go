@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -126,6 +127,33 @@ func TestTransportHedgeClosesLosingResponse(t *testing.T) {
 		// The hedge answered at 10 + 5 ms; RoundTrip returns when the first
 		// attempt, which ignored its cancellation, has returned too.
 		assert.Equal(t, 20*time.Millisecond, time.Since(start))
+	})
+}
+
+// A hedged request that failed with a response and then, in the next
+// round, with a connection error returns the connection error: the
+// earlier round's response is not the last word.
+func TestTransportHedgedGiveUpReturnsTheLastRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var bodies []*trackedBody
+		var calls atomic.Int32
+		refused := errors.New("connection refused")
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				resp, b := response(503, "busy")
+				bodies = append(bodies, b)
+				return resp, nil
+			}
+			return nil, retry.Transient(refused)
+		})
+		h := newHedging(t, retry.WithHedgeDelay(time.Hour)) // rounds alone, on the hedged path
+		tr := &retry.Transport{Base: base, Strategy: fast(t, 2), Hedging: h}
+		resp, err := get(t, tr, "http://example.com/")
+		require.ErrorIs(t, err, refused)
+		assert.Nil(t, resp)
+		assert.EqualValues(t, 2, calls.Load())
+		require.Len(t, bodies, 1)
+		assert.True(t, bodies[0].closed, "the first round's 503 was closed")
 	})
 }
 
