@@ -178,3 +178,36 @@ func BenchmarkDoScopes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDoScopeForms calls one named scope in each way a caller may
+// write it: the options kept or made per call, the strategy before or
+// after the scope, or the default strategy. Each should cost what the
+// first does.
+func BenchmarkDoScopeForms(b *testing.B) {
+	s, err := retry.NewStandard()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	opt, host := retry.WithStrategy(s), retry.WithScope("api.example.com")
+	for _, c := range []struct {
+		name string
+		call func() (int, error)
+	}{
+		{"kept", func() (int, error) { return retry.Do(ctx, work, opt, host) }},
+		{"scope-first", func() (int, error) { return retry.Do(ctx, work, host, opt) }},
+		{"made-per-call", func() (int, error) {
+			return retry.Do(ctx, work, retry.WithStrategy(s), retry.WithScope("api.example.com"))
+		}},
+		{"default-strategy", func() (int, error) { return retry.Do(ctx, work, host) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

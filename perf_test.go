@@ -75,6 +75,7 @@ func TestInlineDoOptionsAllocateNothing(t *testing.T) {
 	for name, call := range map[string]func(){
 		"strategy":        func() { _, _ = retry.Do(ctx, work, retry.WithStrategy(s)) },
 		"strategy, scope": func() { _, _ = retry.Do(ctx, work, retry.WithStrategy(s), retry.WithScope(host)) },
+		"scope, strategy": func() { _, _ = retry.Do(ctx, work, retry.WithScope(host), retry.WithStrategy(s)) },
 		"scope":           func() { _, _ = retry.Do(ctx, work, retry.WithScope(host)) },
 		"option of a Run": func() {
 			_ = retry.Run(ctx, func(context.Context) error { return nil }, retry.WithStrategy(s), retry.WithScope(host))
@@ -83,6 +84,57 @@ func TestInlineDoOptionsAllocateNothing(t *testing.T) {
 	} {
 		assert.Zero(t, testing.AllocsPerRun(1000, call), name)
 	}
+}
+
+// Every way of naming a scope finds that scope's state, on the fast path
+// of a hot scope as on the first call: the successes of each form refill
+// the quota of the scope named, and no other.
+func TestScopeFormsFindTheirScope(t *testing.T) {
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff))
+	require.NoError(t, err)
+	ctx := context.Background()
+	available := func(s *retry.Standard, scope string) float64 {
+		st, ok := s.Stats(scope)
+		require.True(t, ok, scope)
+		return st.RetryQuota.Available
+	}
+	spend := func(opts ...retry.DoOption) { // retries that fail: their cost is not given back
+		_, err := retry.Do(ctx, func(context.Context) (int, error) { return 0, retry.Transient(errFlaky) }, opts...)
+		require.ErrorIs(t, err, retry.ErrMaxAttemptsExceeded)
+	}
+	for _, form := range []struct {
+		name string
+		opts func(scope string) []retry.DoOption
+	}{
+		{"strategy, scope", func(scope string) []retry.DoOption {
+			return []retry.DoOption{retry.WithStrategy(s), retry.WithScope(scope)}
+		}},
+		{"scope, strategy", func(scope string) []retry.DoOption {
+			return []retry.DoOption{retry.WithScope(scope), retry.WithStrategy(s)}
+		}},
+	} {
+		t.Run(form.name, func(t *testing.T) {
+			a, b := form.name+"/a", form.name+"/b"
+			spend(form.opts(a)...) // retries: tokens out of a's quota
+			spend(form.opts(b)...)
+			before, otherBefore := available(s, a), available(s, b)
+			for range 3 {
+				_, err := retry.Do(ctx, work, form.opts(a)...)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, before+3, available(s, a), "each success refills the scope named")
+			assert.Equal(t, otherBefore, available(s, b), "and no other")
+		})
+	}
+
+	// WithScope alone names a scope of the default strategy.
+	d := retry.DefaultStrategy()
+	const scope = "TestScopeFormsFindTheirScope.default"
+	_, err = retry.Do(ctx, work, retry.WithScope(scope)) // makes the scope
+	require.NoError(t, err)
+	before := available(d, scope)
+	spend(retry.WithScope(scope))
+	assert.Less(t, available(d, scope), before, "the retry was paid from the default strategy's scope")
 }
 
 func TestDoRetryWithoutDelayAllocatesNothing(t *testing.T) {

@@ -302,9 +302,20 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		st = opts[0].o.fast
 	case len(opts) == 0 && !contextStrategies.Load():
 		st = defaultScope
-	case len(opts) == 2 && opts[0].o != nil && opts[0].o.fast != nil && opts[1].o != nil && opts[1].o.kind == doScope: // WithStrategy(s), WithScope(name)
-		if c := opts[0].o.fast.owner.scopes; c != nil {
-			st = c.hotScope(opts[1].o.scope) // nil for "" and for any other scope
+	case len(opts) == 2: // WithStrategy(s) and WithScope(name), in either order
+		a, b := opts[0].o, opts[1].o
+		if a != nil && a.kind == doScope {
+			a, b = b, a
+		}
+		if a != nil && a.fast != nil && b != nil && b.kind == doScope && a.fast.owner.scopes != nil {
+			st = a.fast.owner.scopes.hotScope(b.scope) // nil for "" and for any other scope
+		}
+		if st == nil {
+			st = fastScope(ctx, opts)
+		}
+	case len(opts) == 1 && opts[0].o != nil && opts[0].o.kind == doScope && !contextStrategies.Load(): // WithScope(name)
+		if c := defaultScope.owner.scopes; c != nil {
+			st = c.hotScope(opts[0].o.scope)
 		}
 		if st == nil {
 			st = fastScope(ctx, opts)
