@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/time/rate"
 )
@@ -190,12 +191,15 @@ type RateLimiter struct {
 	// uncounted holds the attempts counted so, which the next locked Update
 	// adds to the window before anything else. When successes come fast,
 	// only every (fastMask+1)th one reads the clock to see whether the
-	// window is over (see stride); fastRead is the time since start at the
-	// last reading.
+	// window is over (see stride); each counter keeps the time since start
+	// of its last reading. Once two goroutines have counted at the same moment,
+	// successes are counted in spread instead, one counter per goroutine
+	// as far as the counters go, so that CPUs counting at once do not
+	// write the same memory (see successCounter).
 	fastUntil atomic.Int64
 	fastMask  atomic.Int64
-	fastRead  atomic.Int64
-	uncounted atomic.Int64
+	uncounted successCount
+	spread    atomic.Pointer[spreadCounts]
 
 	mu       sync.Mutex
 	bucket   rate.Limiter // the send tokens; its limit is fillRate, its burst floor(capacity)
@@ -374,40 +378,116 @@ func (l *RateLimiter) countSuccess() bool {
 	if end == 0 {
 		return false
 	}
-	if (l.uncounted.Load()+1)&l.fastMask.Load() != 0 {
-		l.uncounted.Add(1) // not this success's turn to read the clock
+	c := l.successCounter()
+	old := c.n.Load()
+	if (old+1)&l.fastMask.Load() != 0 {
+		// Not this success's turn to read the clock.
+		if !c.n.CompareAndSwap(old, old+1) {
+			l.contended(c)
+		}
 		return true
 	}
-	return l.countReading(end)
+	return l.countReading(c, end)
 }
 
 // countReading is countSuccess for a success whose turn it is to read the
-// clock: it counts the success if the window, which ends at end, is still
-// open, and adapts the stride.
-func (l *RateLimiter) countReading(end int64) bool {
+// clock: it counts the success in c if the window, which ends at end, is
+// still open, and adapts the stride.
+func (l *RateLimiter) countReading(c *successCount, end int64) bool {
 	elapsed := int64(l.sinceStart())
-	l.stride(l.fastMask.Load(), elapsed)
+	l.stride(c, l.fastMask.Load(), elapsed)
 	if elapsed >= end {
 		return false
 	}
-	l.uncounted.Add(1)
+	c.n.Add(1)
 	return true
+}
+
+// successCount counts successes without the lock, and keeps the time
+// since start of its last clock reading.
+type successCount struct {
+	n    atomic.Int64
+	read atomic.Int64
+}
+
+// spreadShards is how many counters spreadCounts has: a power of two.
+const spreadShards = 8
+
+// spreadCounts are the counters of successes of a limiter that goroutines
+// count at the same moment, each on cache lines of its own.
+type spreadCounts [spreadShards]struct {
+	successCount
+	_ [112]byte // 128 bytes apart: never on the same line, nor on a pair of lines prefetched together
+}
+
+// successCounter returns the counter a success is counted in: uncounted,
+// until counting there was contended, and then the spread counter of the
+// calling goroutine. A goroutine is told by the address of its stack,
+// which is cheap to read and, unlike a random choice, stays the same from
+// one success to the next, so that a goroutine that keeps to one CPU keeps
+// to one counter. (A stack that grows or moves only picks another counter:
+// any counter is correct.)
+func (l *RateLimiter) successCounter() *successCount {
+	sp := l.spread.Load()
+	if sp == nil {
+		return &l.uncounted
+	}
+	var here byte
+	stack := uint64(uintptr(unsafe.Pointer(&here))) >> 11     // a goroutine's first stack is 2 KiB
+	return &sp[stack*0x9e3779b97f4a7c15>>(64-3)].successCount // Fibonacci hashing onto the 8 counters
+}
+
+// contended counts a success in c, whose counting was contended, and from
+// then on spreads the counting.
+func (l *RateLimiter) contended(c *successCount) {
+	c.n.Add(1)
+	if l.spread.Load() == nil {
+		sp := new(spreadCounts)
+		read := l.uncounted.read.Load()
+		for i := range sp {
+			sp[i].read.Store(read)
+		}
+		l.spread.CompareAndSwap(nil, sp)
+	}
+}
+
+// takeUncounted returns the successes counted without the lock, and
+// zeroes their counters.
+func (l *RateLimiter) takeUncounted() int {
+	n := l.uncounted.n.Swap(0)
+	if sp := l.spread.Load(); sp != nil {
+		for i := range sp {
+			n += sp[i].n.Swap(0)
+		}
+	}
+	return int(n)
+}
+
+// readAt sets the time of the last clock reading of every counter to
+// elapsed, the time since start.
+func (l *RateLimiter) readAt(elapsed int64) {
+	l.uncounted.read.Store(elapsed)
+	if sp := l.spread.Load(); sp != nil {
+		for i := range sp {
+			sp[i].read.Store(elapsed)
+		}
+	}
 }
 
 // maxFastStride bounds how many successes share one clock reading.
 const maxFastStride = 64
 
 // stride adapts how many successes share one clock reading, from the time
-// since the last reading, elapsed-fastRead, which the last mask+1
-// successes took: it doubles the stride while they take under 0.5% of a
-// measurement window, and when they take over 1% it shrinks it to what
-// would have taken 1% (to 1 at once when successes slow down a lot). So
-// the successes a window may count after its end, fewer than the stride,
-// arrived within about 1% of a window of it when the rate is steady, and
-// a client that sends one attempt every 2.5 ms or slower (with the
-// default window) reads the clock for each.
-func (l *RateLimiter) stride(mask, elapsed int64) {
-	took := elapsed - l.fastRead.Swap(elapsed)
+// since c's last reading, which c's last mask+1 successes took: it doubles
+// the stride while they take under 0.5% of a measurement window, and when
+// they take over 1% it shrinks it to what would have taken 1% (to 1 at
+// once when successes slow down a lot). So the successes a window may
+// count after its end, fewer than the stride in each counter, arrived
+// within about 1% of a window of it when the rate is steady, and a client
+// that sends one attempt every 2.5 ms or slower (with the default window)
+// reads the clock for each.
+func (l *RateLimiter) stride(c *successCount, mask, elapsed int64) {
+	took := elapsed - c.read.Swap(elapsed)
 	switch limit := int64(l.cfg.window / 100); {
 	case took < limit/2 && mask < maxFastStride-1:
 		l.fastMask.CompareAndSwap(mask, 2*mask+1)
@@ -445,14 +525,14 @@ func (l *RateLimiter) update(throttled bool) {
 		l.updatePublished(now, throttled)
 		return
 	}
-	if n := int(l.uncounted.Swap(0)); n > 0 {
+	if n := l.takeUncounted(); n > 0 {
 		l.count += n
 		l.share.open.attempts += n
 	}
 	l.updateDefault(now, throttled)
 	if l.share.accepted && !l.enabled.Load() {
 		l.fastUntil.Store(int64((l.lastWindow + l.cfg.window.Seconds()) * float64(time.Second)))
-		l.fastRead.Store(int64(now.Sub(l.start)))
+		l.readAt(int64(now.Sub(l.start)))
 	} else {
 		l.fastUntil.Store(0)
 	}

@@ -82,7 +82,8 @@ const DefaultMaxScopes = 128
 // WithMaxScopes takes 1 to MaxMaxScopes. The bound caps the memory that
 // arbitrary scope strings can take: with MaxMaxScopes short-named scopes,
 // a *Standard holds about 18 MiB of scope state and an *Adaptive, which
-// also keeps a rate limiter per scope, about 36 MiB.
+// also keeps a rate limiter per scope, about 36 MiB, and 1 KiB more for
+// each scope whose successes goroutines count at the same moment.
 const MaxMaxScopes = 1 << 16
 
 // maxScopeName is the longest scope name a strategy keeps as it is: a
