@@ -252,9 +252,6 @@ func doHedged[T any](ctx context.Context, fn func(context.Context) (T, error), h
 	if err != nil {
 		return zero, &Error{Reason: err}
 	}
-	if discard == nil {
-		discard = closeLoser[T]
-	}
 	hr := newHedgeRun(h, cfg.scope, fn, cfg.timeout, discard)
 	if err := hr.c.init(cfg.strategy); err != nil {
 		return zero, &Error{Reason: err}
@@ -511,7 +508,7 @@ type hedgeRun[T any] struct {
 	cur     cursor  // the call's, shared with the hedges
 	fn      func(context.Context) (T, error)
 	timeout time.Duration
-	discard func(T)
+	discard func(T) // frees a losing attempt's value; nil: closeLoser
 
 	mu       sync.Mutex
 	ended    sync.Cond      // an attempt returned
@@ -715,7 +712,11 @@ func (r *hedgeRun[T]) settle(v T, err error) {
 	}
 	switch {
 	case r.decided && err == nil:
-		r.discard(v)
+		if r.discard != nil {
+			r.discard(v)
+		} else {
+			closeLoser(v) // called, not made a func value: that would allocate
+		}
 		return
 	case r.decided:
 		// The round is over, but a service that pushes back on a losing
