@@ -211,3 +211,43 @@ func BenchmarkDoScopeForms(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDoOneRetryParallel is BenchmarkDoOneRetry from GOMAXPROCS
+// goroutines sharing the strategy, with a retry quota that is not full
+// (a retry that succeeds gives its cost back, so it stays so): every call
+// takes tokens from the quota and gives them back.
+func BenchmarkDoOneRetryParallel(b *testing.B) {
+	quota, err := retry.NewTokenBucket()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := quota.Acquire(100); err != nil {
+		b.Fatal(err)
+	}
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff), retry.WithRetryQuota(quota))
+	if err != nil {
+		b.Fatal(err)
+	}
+	transient := retry.Transient(errFlaky)
+	opt := retry.WithStrategy(s)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		failed := false
+		fn := func(context.Context) (int, error) {
+			if failed = !failed; failed {
+				return 0, transient
+			}
+			return work(ctx)
+		}
+		for pb.Next() {
+			if _, err := retry.Do(ctx, fn, opt); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if st := quota.Stats(); st.Available != 400 {
+		b.Errorf("quota holds %v after the calls, want the 400 it started with", st.Available)
+	}
+}

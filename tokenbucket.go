@@ -37,15 +37,30 @@ const (
 // never go below zero, and promised tokens are reported as Owed.
 //
 // A TokenBucket is safe for concurrent use by any number of strategies and
-// goroutines. When it is full, giving tokens back takes no lock, so many
-// goroutines succeeding at once do not contend. Create one with
+// goroutines. A bucket that does not refill (the default) takes and gives
+// back tokens without a lock, and when it is full, giving tokens back
+// writes nothing, so many goroutines retrying and succeeding at once do
+// not queue for it. Create one with
 // NewTokenBucket: a nil or zero TokenBucket holds no quota, so Acquire and
 // Release return an error wrapping ErrInvalidConfig and Stats reports
 // zeros.
 type TokenBucket struct {
 	cfg bucketConfig
 
-	full atomic.Bool // level == capacity; read without the lock
+	full atomic.Bool // the bucket holds its capacity; read without the lock
+
+	// A bucket that does not refill (the default) holds a whole number of
+	// tokens, which it counts in tokens and changes with compare-and-swap,
+	// without the lock: goroutines taking and giving back tokens at once
+	// do not queue for it. A bucket that refills counts in level, under
+	// the lock, as its tokens flow back with time.
+	capacity int64 // cfg.maxCapacity
+	// The count has a cache line of its own: the configuration and the
+	// flag, which every retry and success reads, are not moved from CPU
+	// to CPU with it.
+	_      [64]byte
+	tokens atomic.Int64
+	_      [56]byte
 
 	mu    sync.Mutex
 	level float64   // tokens held; negative only in wait mode (owed)
@@ -186,6 +201,8 @@ func NewTokenBucket(opts ...TokenBucketOption) (*TokenBucket, error) {
 // newTokenBucket returns a full bucket for a validated configuration.
 func newTokenBucket(cfg bucketConfig) *TokenBucket {
 	b := &TokenBucket{cfg: cfg, level: float64(cfg.maxCapacity), last: cfg.clock.Now()}
+	b.capacity = int64(cfg.maxCapacity)
+	b.tokens.Store(b.capacity)
 	b.full.Store(true)
 	return b
 }
@@ -231,6 +248,9 @@ func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 	if n == 0 {
 		return 0, nil
 	}
+	if b.cfg.refillRate == 0 {
+		return 0, b.takeCounted(int64(n))
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill()
@@ -251,8 +271,13 @@ func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 // capacity. In wait mode, tokens owed to waiting retries are paid first. A
 // negative n is an error wrapping ErrInvalidConfig.
 func (b *TokenBucket) Release(n int) error {
-	if n > 0 && b != nil && b.full.Load() {
-		return nil // the common case, kept small enough to inline: no lock
+	if n > 0 && b != nil && b.full.Load() && b.tokens.Load() == b.capacity {
+		// The common case, kept small enough to inline: no lock, no write.
+		// The count confirms the flag, which a give-back racing with a
+		// take may leave set for a moment on a bucket that is not full:
+		// a caller giving back tokens it took never sees a full count.
+		// (A bucket that refills keeps its count at its capacity.)
+		return nil
 	}
 	return b.release(n)
 }
@@ -267,11 +292,62 @@ func (b *TokenBucket) release(n int) error {
 	if n == 0 {
 		return nil
 	}
+	if b.cfg.refillRate == 0 {
+		b.putCounted(int64(n))
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill()
 	b.put(float64(n))
 	return nil
+}
+
+// takeCounted takes n tokens from a bucket that does not refill, if it
+// holds them, and otherwise takes nothing and says so. It takes them with
+// one atomic add, and gives them back at once if that overdrew the
+// bucket: one write to the shared count where a load and a
+// compare-and-swap would be two, as goroutines on different CPUs taking
+// tokens at once pass the count between them. While the overdraft lasts,
+// another take may be refused that the tokens would have paid for: a take
+// that races with others on a nearly empty bucket can fail, as it could
+// have come a moment later.
+func (b *TokenBucket) takeCounted(n int64) error {
+	held := b.tokens.Add(-n)
+	if held < 0 {
+		held = b.tokens.Add(n)
+		return fmt.Errorf("%w: retry costs %d, bucket holds %d", ErrRetryQuotaExceeded, n, max(held, 0))
+	}
+	if b.full.Load() { // a write only when it changes: the line stays where it is
+		b.full.Store(false)
+	}
+	return nil
+}
+
+// putCounted gives n tokens back to a bucket that does not refill, up to
+// its capacity.
+func (b *TokenBucket) putCounted(n int64) {
+	capacity := b.capacity
+	for {
+		held := b.tokens.Load()
+		next := min(held+n, capacity)
+		if next == held {
+			return
+		}
+		if b.tokens.CompareAndSwap(held, next) {
+			if next == capacity {
+				// Full, unless a take came in between, which this check
+				// sees: the flag is not left set on a bucket that is not
+				// full (Release checks the count too, for the moment it
+				// is).
+				b.full.Store(true)
+				if b.tokens.Load() != capacity {
+					b.full.Store(false)
+				}
+			}
+			return
+		}
+	}
 }
 
 // take removes cost tokens. b.mu must be held.
@@ -323,6 +399,13 @@ type TokenBucketStats struct {
 func (b *TokenBucket) Stats() TokenBucketStats {
 	if !b.valid() {
 		return TokenBucketStats{}
+	}
+	if b.cfg.refillRate == 0 {
+		return TokenBucketStats{
+			Available:      float64(max(b.tokens.Load(), 0)), // a take's overdraft, given back at once, is not shown
+			Capacity:       b.cfg.maxCapacity,
+			CircuitBreaker: b.cfg.circuitBreaker,
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
