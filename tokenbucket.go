@@ -235,7 +235,9 @@ func negativeTokens(method string, n int) error {
 
 // Acquire takes n tokens from the bucket. If the bucket holds fewer, a
 // bucket in circuit-breaker mode takes nothing and returns an error
-// wrapping ErrRetryQuotaExceeded; a bucket in wait mode promises the
+// wrapping ErrRetryQuotaExceeded (of takes racing on a nearly empty
+// bucket, one may then be refused that a moment later would have been
+// paid); a bucket in wait mode promises the
 // missing tokens from refill and returns how long the caller must wait
 // before acting. A negative n is an error wrapping ErrInvalidConfig.
 func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
