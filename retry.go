@@ -275,7 +275,8 @@ func Run(ctx context.Context, fn func(context.Context) error, opts ...DoOption) 
 //   - asks the strategy for an initial token, which may wait (for a send
 //     slot, in adaptive mode); if the strategy refuses, fn is called once
 //     and not retried, unless the refusal wraps ErrRateLimited,
-//     ErrDeadlineTooSoon or ctx's error, which mean no attempt at all;
+//     ErrDeadlineTooSoon, ErrInvalidConfig (a strategy not configured
+//     properly) or ctx's error, which mean no attempt at all;
 //   - after a success, records it with the strategy and returns the value;
 //   - after a failure, asks the strategy for the next token, which waits
 //     the backoff and any send slot, and gives up when the strategy
@@ -508,7 +509,7 @@ func gaveUp(ctx context.Context, e *Error) *Error {
 // forbids even the one attempt a refusal otherwise allows.
 func noAttempt(ctx context.Context, err error) bool {
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrDeadlineTooSoon) ||
-		(ctx.Err() != nil && errors.Is(err, ctx.Err()))
+		errors.Is(err, ErrInvalidConfig) || (ctx.Err() != nil && errors.Is(err, ctx.Err()))
 }
 
 // attempt calls fn once, bounded by timeout.

@@ -293,6 +293,33 @@ func TestDoScopes(t *testing.T) {
 	})
 }
 
+// A strategy that refuses the initial token because it is not configured
+// properly allows no attempt at all, as a refusal for a send slot does.
+func TestDoStrategyNotConfiguredMakesNoAttempt(t *testing.T) {
+	broken := fmt.Errorf("%w: no scopes configured", retry.ErrInvalidConfig)
+	calls := 0
+	_, err := retry.Do(t.Context(), func(context.Context) (int, error) {
+		calls++
+		return 1, nil
+	}, retry.WithStrategy(refusingStrategy{broken}))
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	var e *retry.Error
+	require.ErrorAs(t, err, &e)
+	assert.Zero(t, e.Attempts)
+	assert.Zero(t, calls)
+}
+
+// refusingStrategy refuses every initial token with its error.
+type refusingStrategy struct{ err error }
+
+func (s refusingStrategy) AcquireInitialToken(context.Context, string) (retry.RetryToken, error) {
+	return nil, s.err
+}
+func (refusingStrategy) RefreshRetryToken(context.Context, retry.RetryToken, error) (retry.RetryToken, error) {
+	return nil, retry.ErrNotRetryable
+}
+func (refusingStrategy) RecordSuccess(retry.RetryToken) error { return nil }
+
 // customStrategy is a RetryStrategy from outside the package: Do drives it
 // through the interface. It waits n seconds before retry n when wait is
 // set, and not at all otherwise.

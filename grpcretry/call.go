@@ -14,10 +14,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// call drives the attempts of one RPC with the strategy: it is the only
-// place the interceptors talk to a retry.RetryStrategy, and it follows the
+// call drives the attempts of one stream with the strategy, following the
 // strategy contract's loop (acquire, attempt, refresh, attempt, ...,
-// record). The strategy does every wait.
+// record): a stream's attempts are not one function that retry.Do could
+// call again, as a unary call's are. The strategy does every wait.
 type call struct {
 	ctx      context.Context
 	s        retry.RetryStrategy
@@ -46,6 +46,53 @@ func withAttempt(ctx context.Context, attempt, limit int) context.Context {
 		v += "; max=" + strconv.Itoa(limit)
 	}
 	return metadata.AppendToOutgoingContext(ctx, "amz-sdk-request", v)
+}
+
+// check returns the error of a call that cannot be made: a bad option or
+// a nil context, or a caller's context already done.
+func (cfg *config) check(ctx context.Context) error {
+	switch {
+	case cfg.err != nil:
+		return newCallError(ctx, 0, nil, cfg.err)
+	case ctx == nil:
+		return newCallError(ctx, 0, nil, configError("interceptor", "a nil context.Context", "a non-nil Context"))
+	}
+	if done := callerDone(ctx); done != nil {
+		return newCallError(ctx, 0, nil, done)
+	}
+	return nil
+}
+
+// strategyOf returns the strategy of a call made with ctx.
+func (cfg *config) strategyOf(ctx context.Context) retry.RetryStrategy {
+	if cfg.strategy != nil {
+		return cfg.strategy
+	}
+	return retry.StrategyFromContext(ctx)
+}
+
+// attemptLimit returns the attempt limit SendAttempts sends with s's
+// attempts: its MaxAttempts, if it has that method; 0 otherwise.
+func (cfg *config) attemptLimit(s retry.RetryStrategy) int {
+	if m, ok := s.(interface{ MaxAttempts() int }); ok && cfg.send {
+		return m.MaxAttempts()
+	}
+	return 0
+}
+
+// gaveUp returns the error of a unary call made with ctx whose retry.Do
+// or retry.DoHedged gave up with err (which has told the request ctx
+// serves, if any): the last attempt's error as it was, before it was
+// marked for the strategy.
+func gaveUp(ctx context.Context, err error) error {
+	var e *retry.Error
+	if !errors.As(err, &e) {
+		e = &retry.Error{Reason: err}
+	}
+	if c, ok := e.Err.(*classified); ok {
+		e.Err = c.err
+	}
+	return callErrorOf(ctx, e)
 }
 
 // start returns the call of one RPC, after the strategy has admitted its

@@ -40,6 +40,7 @@ package grpcretry
 import (
 	"context"
 
+	"github.com/retrykit/retry"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -85,37 +86,48 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 	}
 }
 
-// invoke makes a unary call, its attempts followed by tr if not nil.
+// invoke makes a unary call, its attempts followed by tr if not nil:
+// retry.Do (or, hedged, retry.DoHedged) drives the attempts and the
+// strategy, and each attempt is classified here, with the server's
+// pushback from the attempt's trailer.
 func (cfg *config) invoke(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, callOpts []grpc.CallOption, tr *tracker) error {
-	if m, ok := cfg.hedges(method, reply); ok && cfg.err == nil && ctx != nil {
+	if err := cfg.check(ctx); err != nil {
+		return err
+	}
+	if cfg.disabled {
+		tr.begin()
+		defer tr.end()
+		return invoker(ctx, method, req, reply, cc, callOpts...)
+	}
+	if m, ok := cfg.hedges(method, reply); ok {
 		if tr == nil {
 			tr = newTracker()
 		}
 		return cfg.invokeHedged(ctx, method, req, m, cc, invoker, callOpts, tr)
 	}
-	c, err := cfg.start(ctx, method, cc)
-	switch {
-	case err != nil:
-		return err
-	case c == nil: // retries disabled
-		tr.begin()
-		defer tr.end()
-		return invoker(ctx, method, req, reply, cc, callOpts...)
-	}
+	s := cfg.strategyOf(ctx)
+	limit := cfg.attemptLimit(s)
 	var trailer metadata.MD
-	callOpts = append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&trailer))
-	for {
+	n := len(callOpts)
+	callOpts = append(callOpts[:n:n], grpc.Trailer(&trailer))
+	attempts := 0
+	_, err := retry.Do(ctx, func(actx context.Context) (struct{}, error) {
+		attempts++
+		if cfg.send {
+			actx = withAttempt(actx, attempts, limit)
+		}
 		trailer = nil
 		tr.begin()
-		err := invoker(c.attemptContext(ctx), method, req, reply, cc, callOpts...)
+		err := invoker(actx, method, req, reply, cc, callOpts...)
 		tr.end()
-		if err == nil {
-			c.succeeded()
-			return nil
+		if err != nil {
+			return struct{}{}, cfg.mark(err, trailer)
 		}
-		if err = c.failed(err, trailer); err != nil {
-			return err
-		}
+		return struct{}{}, nil
+	}, retry.WithStrategy(s), retry.WithScope(cfg.scopeOf(ctx, method, cc)))
+	if err != nil {
+		return gaveUp(ctx, err)
 	}
+	return nil
 }

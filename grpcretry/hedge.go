@@ -2,7 +2,6 @@ package grpcretry
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync/atomic"
 
@@ -92,14 +91,8 @@ func (cfg *config) hedges(method string, reply any) (proto.Message, bool) {
 // and hedges: the attempts of a round share its context.
 func (cfg *config) invokeHedged(ctx context.Context, method string, req any, reply proto.Message, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, callOpts []grpc.CallOption, tr *tracker) error {
-	s := cfg.strategy
-	if s == nil {
-		s = retry.StrategyFromContext(ctx)
-	}
-	limit := 0
-	if m, ok := s.(interface{ MaxAttempts() int }); ok && cfg.send {
-		limit = m.MaxAttempts()
-	}
+	s := cfg.strategyOf(ctx)
+	limit := cfg.attemptLimit(s)
 	n := len(callOpts)
 	var taken atomic.Bool // reply is some attempt's
 	fn := func(actx context.Context) (proto.Message, error) {
@@ -121,14 +114,7 @@ func (cfg *config) invokeHedged(ctx context.Context, method string, req any, rep
 	}
 	win, err := retry.DoHedged(ctx, fn, cfg.hedging, retry.WithStrategy(s), retry.WithScope(cfg.scopeOf(ctx, method, cc)))
 	if err != nil {
-		var e *retry.Error
-		if !errors.As(err, &e) {
-			e = &retry.Error{Reason: err}
-		}
-		if c, ok := e.Err.(*classified); ok {
-			e.Err = c.err
-		}
-		return callErrorOf(ctx, e) // DoHedged has told the request ctx serves
+		return gaveUp(ctx, err)
 	}
 	if win != reply {
 		// Every attempt has returned: reply is no longer written to.

@@ -3,6 +3,7 @@ package grpcretry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -570,6 +571,17 @@ func TestUnaryCustomStrategy(t *testing.T) {
 		_, err := unaryCall(client, t.Context(), "x")
 		if !errors.Is(err, retry.ErrRateLimited) || status.Code(err) != codes.ResourceExhausted || attemptsOf(err) != 0 {
 			t.Errorf("err = %v, want ResourceExhausted wrapping ErrRateLimited, with no attempt", err)
+		}
+		if got := srv.Calls(); got != 0 {
+			t.Errorf("server calls = %d, want 0", got)
+		}
+	})
+	t.Run("strategy not configured: no attempt", func(t *testing.T) {
+		broken := fmt.Errorf("%w: no scopes configured", retry.ErrInvalidConfig)
+		srv, client, _ := setup(t, nil, grpcretry.WithStrategy(stubStrategy{acquireErr: broken}))
+		_, err := unaryCall(client, t.Context(), "x")
+		if !errors.Is(err, retry.ErrInvalidConfig) || status.Code(err) != codes.Internal || attemptsOf(err) != 0 {
+			t.Errorf("err = %v (%v), want INTERNAL wrapping ErrInvalidConfig, with no attempt", err, status.Code(err))
 		}
 		if got := srv.Calls(); got != 0 {
 			t.Errorf("server calls = %d, want 0", got)
