@@ -49,16 +49,13 @@ func withAttempt(ctx context.Context, attempt, limit int) context.Context {
 }
 
 // check returns the error of a call that cannot be made: a bad option or
-// a nil context, or a caller's context already done.
+// a nil context.
 func (cfg *config) check(ctx context.Context) error {
 	switch {
 	case cfg.err != nil:
 		return newCallError(ctx, 0, nil, cfg.err)
 	case ctx == nil:
 		return newCallError(ctx, 0, nil, configError("interceptor", "a nil context.Context", "a non-nil Context"))
-	}
-	if done := callerDone(ctx); done != nil {
-		return newCallError(ctx, 0, nil, done)
 	}
 	return nil
 }

@@ -95,9 +95,17 @@ type tracker struct {
 	idle      time.Duration // the time with no attempt in flight, before idleSince
 
 	transparent atomic.Int64 // CountTransparentRetries
+
+	f      func(context.Context, CallStats) // WithCallStats; nil: nothing to report
+	method string
+	cc     *grpc.ClientConn
 }
 
-func newTracker() *tracker { return &tracker{idleSince: time.Now()} }
+// newTracker returns the tracker of a call of method on cc, whose figures
+// report gives to f.
+func newTracker(f func(context.Context, CallStats), method string, cc *grpc.ClientConn) *tracker {
+	return &tracker{idleSince: time.Now(), f: f, method: method, cc: cc}
+}
 
 // begin records that an attempt of its own round begins, and returns the
 // round's number. A nil tracker follows nothing.
@@ -137,23 +145,24 @@ func (t *tracker) end() {
 	}
 }
 
-// report gives the call's figures to f, if not nil. The call's time since
-// its last attempt is not a delay: the call is over.
-func (t *tracker) report(ctx context.Context, f func(context.Context, CallStats), method string, cc *grpc.ClientConn) {
-	if f == nil {
+// report gives the call's figures to the tracker's function, if it has
+// one, with ctx, the call's context. The call's time since its last
+// attempt is not a delay: the call is over. A nil tracker reports nothing.
+func (t *tracker) report(ctx context.Context) {
+	if t == nil || t.f == nil {
 		return
 	}
 	t.mu.Lock()
 	s := CallStats{
-		Method:             method,
+		Method:             t.method,
 		Retries:            max(t.rounds-1, 0),
 		Hedges:             t.hedges,
 		RetryDelay:         t.idle,
 		TransparentRetries: int(t.transparent.Load()),
 	}
 	t.mu.Unlock()
-	if cc != nil {
-		s.Target = cc.Target()
+	if t.cc != nil {
+		s.Target = t.cc.Target()
 	}
-	f(ctx, s)
+	t.f(ctx, s)
 }

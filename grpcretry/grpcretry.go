@@ -78,10 +78,10 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 		if cfg.callStats == nil || ctx == nil {
 			return cfg.invoke(ctx, method, req, reply, cc, invoker, callOpts, nil)
 		}
-		tr := newTracker()
+		tr := newTracker(cfg.callStats, method, cc)
 		ctx = context.WithValue(ctx, trackerKey{}, tr)
 		err := cfg.invoke(ctx, method, req, reply, cc, invoker, callOpts, tr)
-		tr.report(ctx, cfg.callStats, method, cc)
+		tr.report(ctx)
 		return err
 	}
 }
@@ -100,9 +100,12 @@ func (cfg *config) invoke(ctx context.Context, method string, req, reply any, cc
 		defer tr.end()
 		return invoker(ctx, method, req, reply, cc, callOpts...)
 	}
+	if done := callerDone(ctx); done != nil {
+		return newCallError(ctx, 0, nil, done) // no attempt: its deadline may have passed before its timer fired
+	}
 	if m, ok := cfg.hedges(method, reply); ok {
 		if tr == nil {
-			tr = newTracker()
+			tr = newTracker(nil, method, cc)
 		}
 		return cfg.invokeHedged(ctx, method, req, m, cc, invoker, callOpts, tr)
 	}

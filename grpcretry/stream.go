@@ -36,20 +36,19 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
 		streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 		cfg, callOpts := base.forCall(callOpts)
-		var tr *tracker
+		var tr *tracker // nil unless WithCallStats
 		if cfg.callStats != nil && ctx != nil {
-			tr = newTracker()
+			tr = newTracker(cfg.callStats, method, cc)
 			ctx = context.WithValue(ctx, trackerKey{}, tr)
 		}
-		report := func() { tr.report(ctx, cfg.callStats, method, cc) }
 		c, err := cfg.start(ctx, method, cc)
 		switch {
 		case err != nil:
-			report()
+			tr.report(ctx)
 			return nil, err
 		case c == nil: // retries disabled
 			tr.begin()
-			defer report()
+			defer tr.report(ctx)
 			return streamer(ctx, desc, cc, method, callOpts...)
 		}
 		open := func() (grpc.ClientStream, error) {
@@ -63,14 +62,14 @@ func StreamClientInterceptor(opts ...Option) grpc.StreamClientInterceptor {
 		cs, err := openStream(c, open)
 		if err != nil || desc == nil || desc.ClientStreams || !desc.ServerStreams {
 			// Open is as far as such a stream is retried.
-			report()
+			tr.report(ctx)
 			if err != nil {
 				return nil, err
 			}
 			c.succeeded()
 			return cs, nil
 		}
-		return &serverStream{c: c, open: open, cur: cs, tr: tr, report: report}, nil
+		return &serverStream{c: c, open: open, cur: cs, tr: tr}, nil
 	}
 }
 
@@ -92,10 +91,9 @@ func openStream(c *call, open func() (grpc.ClientStream, error)) (grpc.ClientStr
 // first RecvMsg (as generated code does), is kept to be sent again on
 // each new stream.
 type serverStream struct {
-	c      *call // used by RecvMsg only, until done
-	open   func() (grpc.ClientStream, error)
-	tr     *tracker // the call's, if WithCallStats
-	report func()   // gives the call's figures to WithCallStats, if set
+	c    *call // used by RecvMsg only, until done
+	open func() (grpc.ClientStream, error)
+	tr   *tracker // the call's, if WithCallStats
 
 	mu     sync.Mutex
 	cur    grpc.ClientStream // the current attempt's stream
@@ -178,7 +176,7 @@ func (s *serverStream) finish(err error) {
 	s.mu.Lock()
 	s.done, s.err = true, err
 	s.mu.Unlock()
-	s.report()
+	s.tr.report(s.c.ctx)
 }
 
 // reopen opens the next attempt's stream, as the strategy allows, makes it
