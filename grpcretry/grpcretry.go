@@ -39,6 +39,7 @@ package grpcretry
 
 import (
 	"context"
+	"sync"
 
 	"github.com/retrykit/retry"
 	"google.golang.org/grpc"
@@ -111,21 +112,19 @@ func (cfg *config) invoke(ctx context.Context, method string, req, reply any, cc
 	}
 	s := cfg.strategyOf(ctx)
 	limit := cfg.attemptLimit(s)
-	var trailer metadata.MD
-	n := len(callOpts)
-	callOpts = append(callOpts[:n:n], grpc.Trailer(&trailer))
-	attempts := 0
+	at := getAttempts(callOpts)
+	defer putAttempts(at)
 	_, err := retry.Do(ctx, func(actx context.Context) (struct{}, error) {
-		attempts++
+		at.n++
 		if cfg.send {
-			actx = withAttempt(actx, attempts, limit)
+			actx = withAttempt(actx, at.n, limit)
 		}
-		trailer = nil
+		at.trailer = nil
 		tr.begin()
-		err := invoker(actx, method, req, reply, cc, callOpts...)
+		err := invoker(actx, method, req, reply, cc, at.opts...)
 		tr.end()
 		if err != nil {
-			return struct{}{}, cfg.mark(err, trailer)
+			return struct{}{}, cfg.mark(err, at.trailer)
 		}
 		return struct{}{}, nil
 	}, retry.WithStrategy(s), retry.WithScope(cfg.scopeOf(ctx, method, cc)))
@@ -133,4 +132,30 @@ func (cfg *config) invoke(ctx context.Context, method string, req, reply any, cc
 		return gaveUp(ctx, err)
 	}
 	return nil
+}
+
+// attempts is what the attempts of one unary call share: the call's
+// options with grpc.Trailer added, the trailer of the last attempt, and
+// the number of attempts. They are pooled: gRPC writes the trailer before
+// the attempt returns, and keeps nothing of a call's options after it.
+type attempts struct {
+	n       int
+	trailer metadata.MD
+	opts    []grpc.CallOption
+}
+
+var attemptsPool = sync.Pool{New: func() any { return new(attempts) }}
+
+// getAttempts returns the attempts of a call with opts, from the pool.
+func getAttempts(opts []grpc.CallOption) *attempts {
+	at := attemptsPool.Get().(*attempts)
+	at.opts = append(append(at.opts[:0], opts...), grpc.Trailer(&at.trailer))
+	return at
+}
+
+// putAttempts returns at to the pool, holding nothing of its call.
+func putAttempts(at *attempts) {
+	clear(at.opts)
+	at.n, at.trailer, at.opts = 0, nil, at.opts[:0]
+	attemptsPool.Put(at)
 }
