@@ -109,6 +109,11 @@ func successCallers(tb testing.TB) []caller {
 		{"failsafe", func(ctx context.Context) (int, error) {
 			return failsafeExec.WithContext(ctx).GetWithExecution(failsafeWork)
 		}},
+		{"failsafe-get", func(ctx context.Context) (int, error) {
+			// Without the context: failsafe-go then neither sees the
+			// caller's cancellation nor passes it on.
+			return failsafeExec.Get(func() (int, error) { return work(ctx) })
+		}},
 		{"avast4", func(ctx context.Context) (int, error) {
 			return avast.DoWithData(func() (int, error) { return work(ctx) }, avastAttempts, avast.Context(ctx))
 		}},
@@ -355,6 +360,20 @@ func scopeCallers(tb testing.TB) []caller {
 	}
 }
 
+// twoScopesCaller returns a caller that takes two named scopes in turn, as
+// a Transport sending to two hosts takes them. Its turn is not safe for
+// concurrent use: the root package's BenchmarkDoScopes measures scopes in
+// turn from parallel goroutines, each with its own turn.
+func twoScopesCaller() caller {
+	s := retry.WithStrategy(must(retry.NewStandard()))
+	hosts := [2]retry.DoOption{retry.WithScope("a.example.com"), retry.WithScope("b.example.com")}
+	turn := 0
+	return caller{"retrykit-two-scopes", func(ctx context.Context) (int, error) {
+		turn ^= 1
+		return retry.Do(ctx, work, s, hosts[turn])
+	}}
+}
+
 // hedgedCallers returns the callers for the Hedged case: a call that
 // succeeds before its hedge delay (10 ms), so that no hedge is sent; what
 // each library pays for being ready to hedge. failsafe-go's hedge policy
@@ -390,6 +409,9 @@ func TestCallers(t *testing.T) {
 	for _, f := range []func(testing.TB) []caller{successCallers, threeAttemptCallers, oneRetryCallers, adaptiveCallers, scopeCallers, hedgedCallers} {
 		all = append(all, f(t)...)
 	}
+	all = append(all, twoScopesCaller())
+	all = append(all, grpcCallers(t, 0)...)
+	all = append(all, grpcCallers(t, 2)...)
 	for _, c := range all {
 		for range 2 {
 			if _, err := c.call(ctx); err != nil {
@@ -459,8 +481,9 @@ func BenchmarkAdaptive(b *testing.B) { runEach(b, adaptiveCallers(b)) }
 // each strategy.
 func BenchmarkAdaptiveParallel(b *testing.B) { runParallel(b, adaptiveCallers(b)) }
 
-// BenchmarkScope: success at once in the default scope and in a named one.
-func BenchmarkScope(b *testing.B) { runEach(b, scopeCallers(b)) }
+// BenchmarkScope: success at once in the default scope, in a named one,
+// and in two named ones taken in turn.
+func BenchmarkScope(b *testing.B) { runEach(b, append(scopeCallers(b), twoScopesCaller())) }
 
 // BenchmarkScopeParallel: Scope from GOMAXPROCS goroutines.
 func BenchmarkScopeParallel(b *testing.B) { runParallel(b, scopeCallers(b)) }

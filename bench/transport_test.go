@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/retrykit/retry"
 )
@@ -45,8 +46,8 @@ type httpCaller struct {
 // transportCallers returns the callers for the HTTP cases: a server that
 // fails fail times and then succeeds, reached through a plain http.Client
 // (direct, which sends one request fail+1 times), retrykit's Transport, and
-// go-retryablehttp, each in its fastest configuration: no delays, no
-// logger.
+// go-retryablehttp and failsafe-go's RoundTripper, each in its fastest
+// configuration: no delays, no logger.
 func transportCallers(tb testing.TB, fail int) []httpCaller {
 	plain := &http.Client{Transport: &server{fail: fail}}
 
@@ -61,6 +62,11 @@ func transportCallers(tb testing.TB, fail int) []httpCaller {
 	rh.RetryMax = 2
 	rh.RetryWaitMin, rh.RetryWaitMax = 0, 0
 	rh.Backoff = func(time.Duration, time.Duration, int, *http.Response) time.Duration { return 0 }
+
+	// failsafe-go's RoundTripper with its HTTP retry policy: 2 retries of
+	// 5xx and connection errors, with no delay.
+	fs := &http.Client{Transport: failsafehttp.NewRoundTripper(&server{fail: fail},
+		failsafehttp.NewRetryPolicyBuilder().WithDelay(0).Build())}
 
 	return []httpCaller{
 		{"direct", func(ctx context.Context) (*http.Response, error) {
@@ -82,6 +88,13 @@ func transportCallers(tb testing.TB, fail int) []httpCaller {
 				return nil, err
 			}
 			return rk.Do(req)
+		}},
+		{"failsafe", func(ctx context.Context) (*http.Response, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return nil, err
+			}
+			return fs.Do(req)
 		}},
 		{"retryablehttp", func(ctx context.Context) (*http.Response, error) {
 			req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, url, nil)
