@@ -308,8 +308,12 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		if a != nil && a.kind == doScope {
 			a, b = b, a
 		}
-		if a != nil && a.fast != nil && b != nil && b.kind == doScope && a.fast.owner.scopes != nil {
-			st = a.fast.owner.scopes.hotScope(b.scope) // nil for "" and for any other scope
+		if a != nil && a.fast != nil && b != nil && b.kind == doScope {
+			if c := a.fast.owner.scopes; c != nil {
+				st = c.hotScope(b.scope) // nil for "" and for any other scope
+			} else {
+				st = a.fast // every scope shares the default one's state
+			}
 		}
 		if st == nil {
 			st = fastScope(ctx, opts)

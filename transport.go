@@ -142,12 +142,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	rt := &roundTrip{
-		t:      t,
-		req:    req,
-		base:   t.Base,
-		replay: t.replayable(req),
-	}
+	var rt roundTrip // on the stack, unless hedged
+	rt.t, rt.req, rt.base, rt.replay = t, req, t.Base, t.replayable(req)
 	strategy := t.Strategy
 	if strategy == nil {
 		strategy = StrategyFromContext(ctx)
@@ -160,19 +156,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var resp *http.Response
 	var err error
+	done := &rt // the round trip whose attempts were made
 	if t.Hedging != nil && rt.replay {
-		rt.hedged = true
-		resp, err = doHedged(ctx, rt.attempt, t.Hedging, []DoOption{WithStrategy(strategy), WithScope(t.scope(req))}, closeResponse)
+		// The hedges' goroutines share it: on the heap.
+		h := &roundTrip{t: rt.t, req: rt.req, base: rt.base, replay: true, maxAttempts: rt.maxAttempts, mu: new(sync.Mutex)}
+		resp, err = doHedged(ctx, h.attempt, t.Hedging, []DoOption{WithStrategy(strategy), WithScope(t.scope(req))}, closeResponse)
+		done = h
 	} else {
 		resp, err = Do(ctx, rt.attempt, WithStrategy(strategy), WithScope(t.scope(req)))
 	}
 	if err == nil {
 		return resp, nil
 	}
-	if rt.attempts == 0 && req.Body != nil {
+	if done.attempts == 0 && req.Body != nil {
 		req.Body.Close() // a RoundTripper closes the body, even on errors
 	}
-	if last := rt.failed; last != nil {
+	if last := done.failed; last != nil {
 		if ctx.Err() == nil {
 			return last, nil
 		}
@@ -334,22 +333,24 @@ type roundTrip struct {
 	base        http.RoundTripper
 	replay      bool // req may be sent again
 	maxAttempts int  // the strategy's attempt limit, for SendAttempts; 0: unknown
-	hedged      bool // attempts may run at the same time, and take mu
 
-	mu       sync.Mutex      // with hedged, held for the fields below
+	// mu is set when attempts may run at the same time (hedged), and held
+	// for the fields below. A mutex of its own, not a field, so that an
+	// unhedged round trip, which takes no lock, stays on the stack.
+	mu       *sync.Mutex
 	attempts int             // attempts started
 	failed   *http.Response  // the latest failed attempt's response
-	round    context.Context // with hedged, the context of the latest round's attempts
+	round    context.Context // hedged: the context of the latest round's attempts
 }
 
 func (rt *roundTrip) lock() {
-	if rt.hedged {
+	if rt.mu != nil {
 		rt.mu.Lock()
 	}
 }
 
 func (rt *roundTrip) unlock() {
-	if rt.hedged {
+	if rt.mu != nil {
 		rt.mu.Unlock()
 	}
 }
@@ -378,7 +379,7 @@ func closeResponse(resp *http.Response) {
 // own request anyway.
 func (rt *roundTrip) attempt(ctx context.Context) (*http.Response, error) {
 	rt.lock()
-	if rt.failed != nil && (!rt.hedged || ctx != rt.round) {
+	if rt.failed != nil && (rt.mu == nil || ctx != rt.round) {
 		// The failure before this retry, or the previous round's. (The
 		// attempts of a hedged round share its context, and keep the
 		// round's latest failure until a newer one replaces it: an
