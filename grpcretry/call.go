@@ -169,10 +169,15 @@ func (c *call) failed(err error, trailer metadata.MD) error {
 // the server answered not to retry is wrapped in a *pushedBack first: a
 // layer above should not retry it either.
 func (cfg *config) mark(err error, trailer metadata.MD) *classified {
+	return mark(cfg.classifier, err, trailer)
+}
+
+// mark is config.mark with the classifier given.
+func mark(classify retry.Classifier, err error, trailer metadata.MD) *classified {
 	if _, stop := pushback(trailer); stop {
 		err = &pushedBack{err}
 	}
-	return &classified{err: err, c: withPushback(cfg.classifier(err), trailer)}
+	return &classified{err: err, c: withPushback(classify(err), trailer)}
 }
 
 // succeeded reports that an attempt succeeded.

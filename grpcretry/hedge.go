@@ -93,12 +93,13 @@ func (cfg *config) invokeHedged(ctx context.Context, method string, req any, rep
 	invoker grpc.UnaryInvoker, callOpts []grpc.CallOption, tr *tracker) error {
 	s := cfg.strategyOf(ctx)
 	limit := cfg.attemptLimit(s)
+	send, classify := cfg.send, cfg.classifier // what the hedges' goroutines read: not cfg, which stays on the caller's stack
 	n := len(callOpts)
 	var taken atomic.Bool // reply is some attempt's
 	fn := func(actx context.Context) (proto.Message, error) {
 		round := tr.beginIn(actx)
 		defer tr.end()
-		if cfg.send {
+		if send {
 			actx = withAttempt(actx, round, limit)
 		}
 		r := reply
@@ -108,7 +109,7 @@ func (cfg *config) invokeHedged(ctx context.Context, method string, req any, rep
 		var trailer metadata.MD
 		err := invoker(actx, method, req, r, cc, append(callOpts[:n:n], grpc.Trailer(&trailer))...)
 		if err != nil {
-			return nil, cfg.mark(err, trailer)
+			return nil, mark(classify, err, trailer)
 		}
 		return r, nil
 	}
