@@ -50,8 +50,8 @@ type TokenBucket struct {
 	full atomic.Bool // the bucket holds its capacity; read without the lock
 
 	// A bucket that does not refill (the default) holds a whole number of
-	// tokens, which it counts in tokens and changes with compare-and-swap,
-	// without the lock: goroutines taking and giving back tokens at once
+	// tokens, which it counts in tokens and changes with atomic adds and
+	// compare-and-swap, without the lock: goroutines taking and giving back tokens at once
 	// do not queue for it. A bucket that refills counts in level, under
 	// the lock, as its tokens flow back with time.
 	capacity int64 // cfg.maxCapacity
