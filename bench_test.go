@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/retrykit/retry"
@@ -181,7 +182,8 @@ func BenchmarkDoScopes(b *testing.B) {
 
 // BenchmarkDoScopeForms calls one named scope in each way a caller may
 // write it: the options kept or made per call, the strategy before or
-// after the scope, or the default strategy. Each should cost what the
+// after the scope, the default strategy, or the name itself a string made
+// anew for each call. Each should cost what the
 // first does.
 func BenchmarkDoScopeForms(b *testing.B) {
 	s, err := retry.NewStandard()
@@ -190,6 +192,13 @@ func BenchmarkDoScopeForms(b *testing.B) {
 	}
 	ctx := context.Background()
 	opt, host := retry.WithStrategy(s), retry.WithScope("api.example.com")
+	// The same name in 1024 strings of their own, as a Transport's host
+	// is, parsed anew from each request's URL.
+	fresh := make([]retry.DoOption, 1024)
+	for i := range fresh {
+		fresh[i] = retry.WithScope(strings.Clone("api.example.com"))
+	}
+	next := 0
 	for _, c := range []struct {
 		name string
 		call func() (int, error)
@@ -200,6 +209,10 @@ func BenchmarkDoScopeForms(b *testing.B) {
 			return retry.Do(ctx, work, retry.WithStrategy(s), retry.WithScope("api.example.com"))
 		}},
 		{"default-strategy", func() (int, error) { return retry.Do(ctx, work, host) }},
+		{"name-made-per-call", func() (int, error) {
+			next = (next + 1) % len(fresh)
+			return retry.Do(ctx, work, opt, fresh[next])
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
