@@ -48,16 +48,24 @@ func withAttempt(ctx context.Context, attempt, limit int) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "amz-sdk-request", v)
 }
 
-// check returns the error of a call that cannot be made: a bad option or
-// a nil context.
-func (cfg *config) check(ctx context.Context) error {
+// ready reports whether a call made with ctx is retried, or returns the
+// error of a call that cannot be made: a bad option, a nil context, or a
+// caller's context already done (whose deadline may have passed before
+// its timer fired). A call with retries disabled is made as if there were
+// no interceptor, its context done or not.
+func (cfg *config) ready(ctx context.Context) (retried bool, err error) {
 	switch {
 	case cfg.err != nil:
-		return newCallError(ctx, 0, nil, cfg.err)
+		return false, newCallError(ctx, 0, nil, cfg.err)
 	case ctx == nil:
-		return newCallError(ctx, 0, nil, configError("interceptor", "a nil context.Context", "a non-nil Context"))
+		return false, newCallError(ctx, 0, nil, configError("interceptor", "a nil context.Context", "a non-nil Context"))
+	case cfg.disabled:
+		return false, nil
 	}
-	return nil
+	if done := callerDone(ctx); done != nil {
+		return false, newCallError(ctx, 0, nil, done)
+	}
+	return true, nil
 }
 
 // strategyOf returns the strategy of a call made with ctx.
@@ -97,24 +105,11 @@ func gaveUp(ctx context.Context, err error) error {
 // calls gRPC directly. Its error, returned to the caller as is, means no
 // attempt may be made.
 func (cfg *config) start(ctx context.Context, method string, cc *grpc.ClientConn) (*call, error) {
-	switch {
-	case cfg.err != nil:
-		return nil, newCallError(ctx, 0, nil, cfg.err)
-	case ctx == nil:
-		return nil, newCallError(ctx, 0, nil, configError("interceptor", "a nil context.Context", "a non-nil Context"))
-	case cfg.disabled:
-		return nil, nil
+	if retried, err := cfg.ready(ctx); !retried {
+		return nil, err
 	}
-	if done := callerDone(ctx); done != nil {
-		return nil, newCallError(ctx, 0, nil, done)
-	}
-	c := &call{ctx: ctx, s: cfg.strategy, cfg: cfg, send: cfg.send}
-	if c.s == nil {
-		c.s = retry.StrategyFromContext(ctx)
-	}
-	if m, ok := c.s.(interface{ MaxAttempts() int }); ok && c.send {
-		c.max = m.MaxAttempts()
-	}
+	c := &call{ctx: ctx, s: cfg.strategyOf(ctx), cfg: cfg, send: cfg.send}
+	c.max = cfg.attemptLimit(c.s)
 	tok, err := c.s.AcquireInitialToken(ctx, cfg.scopeOf(ctx, method, cc))
 	if err == nil && tok == nil {
 		err = fmt.Errorf("%w: %T.AcquireInitialToken returned no token", retry.ErrInvalidToken, c.s)

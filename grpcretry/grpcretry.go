@@ -93,16 +93,12 @@ func UnaryClientInterceptor(opts ...Option) grpc.UnaryClientInterceptor {
 // pushback from the attempt's trailer.
 func (cfg *config) invoke(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, callOpts []grpc.CallOption, tr *tracker) error {
-	if err := cfg.check(ctx); err != nil {
+	if retried, err := cfg.ready(ctx); err != nil {
 		return err
-	}
-	if cfg.disabled {
+	} else if !retried {
 		tr.begin()
 		defer tr.end()
 		return invoker(ctx, method, req, reply, cc, callOpts...)
-	}
-	if done := callerDone(ctx); done != nil {
-		return newCallError(ctx, 0, nil, done) // no attempt: its deadline may have passed before its timer fired
 	}
 	if m, ok := cfg.hedges(method, reply); ok {
 		if tr == nil {
