@@ -410,8 +410,11 @@ type successCount struct {
 	read atomic.Int64
 }
 
-// spreadShards is how many counters spreadCounts has: a power of two.
-const spreadShards = 8
+// spreadShards is how many counters spreadCounts has.
+const (
+	spreadBits   = 3
+	spreadShards = 1 << spreadBits
+)
 
 // spreadCounts are the counters of successes of a limiter that goroutines
 // count at the same moment, each on cache lines of its own.
@@ -433,8 +436,8 @@ func (l *RateLimiter) successCounter() *successCount {
 		return &l.uncounted
 	}
 	var here byte
-	stack := uint64(uintptr(unsafe.Pointer(&here))) >> 11     // a goroutine's first stack is 2 KiB
-	return &sp[stack*0x9e3779b97f4a7c15>>(64-3)].successCount // Fibonacci hashing onto the 8 counters
+	stack := uintptr(unsafe.Pointer(&here)) >> 11 // a goroutine's first stack is 2 KiB
+	return &sp[addressHash(stack, spreadBits)].successCount
 }
 
 // contended counts a success in c, whose counting was contended, and from
@@ -451,27 +454,29 @@ func (l *RateLimiter) contended(c *successCount) {
 	}
 }
 
+// counters calls f with every counter of successes counted without the
+// lock: uncounted, and the spread ones once there are.
+func (l *RateLimiter) counters(f func(*successCount)) {
+	f(&l.uncounted)
+	if sp := l.spread.Load(); sp != nil {
+		for i := range sp {
+			f(&sp[i].successCount)
+		}
+	}
+}
+
 // takeUncounted returns the successes counted without the lock, and
 // zeroes their counters.
 func (l *RateLimiter) takeUncounted() int {
-	n := l.uncounted.n.Swap(0)
-	if sp := l.spread.Load(); sp != nil {
-		for i := range sp {
-			n += sp[i].n.Swap(0)
-		}
-	}
+	var n int64
+	l.counters(func(c *successCount) { n += c.n.Swap(0) })
 	return int(n)
 }
 
 // readAt sets the time of the last clock reading of every counter to
 // elapsed, the time since start.
 func (l *RateLimiter) readAt(elapsed int64) {
-	l.uncounted.read.Store(elapsed)
-	if sp := l.spread.Load(); sp != nil {
-		for i := range sp {
-			sp[i].read.Store(elapsed)
-		}
-	}
+	l.counters(func(c *successCount) { c.read.Store(elapsed) })
 }
 
 // maxFastStride bounds how many successes share one clock reading.

@@ -157,8 +157,13 @@ const (
 
 // hotSlot returns the hot slot of name.
 func (c *scopeCache) hotSlot(name string) *atomic.Pointer[scopeState] {
-	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(name))))
-	return &c.hot[p*0x9e3779b97f4a7c15>>(64-hotBits)] // Fibonacci hashing: nearby addresses spread
+	return &c.hot[addressHash(uintptr(unsafe.Pointer(unsafe.StringData(name))), hotBits)]
+}
+
+// addressHash maps an address to one of 2^bits slots by Fibonacci
+// hashing, which spreads nearby addresses over the slots.
+func addressHash(p uintptr, bits uint) uint64 {
+	return uint64(p) * 0x9e3779b97f4a7c15 >> (64 - bits)
 }
 
 // evictionWindow is how many scopes an eviction compares.
