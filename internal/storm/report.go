@@ -35,8 +35,8 @@ func RunAll(scenarios []Scenario, modes []Mode, seed uint64) ([]Result, error) {
 // scenario, followed by the definitions of its columns.
 func WriteTable(w io.Writer, scenarios []Scenario, results []Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-20s %8s %8s %8s %8s %6s %6s %9s %7s %6s %6s %7s %8s\n",
-		"mode", "requests", "ok", "failed", "refused", "amplif", "outage", "throttled", "goodput", "p50", "p99", "failp50", "recovery")
+	fmt.Fprintf(&b, "%-20s %8s %8s %8s %8s %6s %6s %9s %7s %6s %6s %7s %8s %5s\n",
+		"mode", "requests", "ok", "failed", "refused", "amplif", "outage", "throttled", "goodput", "p50", "p99", "failp50", "recovery", "fair")
 	for _, sc := range scenarios {
 		fmt.Fprintf(&b, "%s\n", sc.Title)
 		for _, r := range results {
@@ -55,9 +55,13 @@ func WriteTable(w io.Writer, scenarios []Scenario, results []Result) error {
 			default:
 				recovery = fmt.Sprintf("%.1fs", r.Recovery.Seconds())
 			}
-			fmt.Fprintf(&b, "  %-18s %8d %8d %8d %8d %6.3f %6s %8.1f%% %6.1f%% %6s %6s %7s %8s\n",
+			fair := "-"
+			if sc.clients() > 1 {
+				fair = fmt.Sprintf("%.2f", r.Fairness)
+			}
+			fmt.Fprintf(&b, "  %-18s %8d %8d %8d %8d %6.3f %6s %8.1f%% %6.1f%% %6s %6s %7s %8s %5s\n",
 				r.Mode, r.Requests, r.Succeeded, r.Failed, r.Refused, r.Amplification, outage,
-				100*r.ThrottledShare, 100*r.Goodput, seconds(r.LatencyP50), seconds(r.LatencyP99), seconds(r.FailP50), recovery)
+				100*r.ThrottledShare, 100*r.Goodput, seconds(r.LatencyP50), seconds(r.LatencyP99), seconds(r.FailP50), recovery, fair)
 		}
 	}
 	b.WriteString(`
@@ -77,6 +81,8 @@ failp50    median time from the start of a failed request to its failure
 recovery   from the heal to the first 1-s window (on a 100-ms grid) whose
            successes reach 95% of the mean rate over the 60 s before the
            incident (for an incident at the start: over the last 60 s)
+fair       with several clients of equal demand: the worst client's successes
+           over the best client's (1: served alike)
 `)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -14,6 +14,7 @@ func (s *sim) result(mode string) Result {
 		r.OutageAmplification = ratio(s.outageAttempts, s.outageRequests)
 	}
 	r.Recovery = s.recovery()
+	r.Fairness = s.fairness()
 	r.LatencyP50 = percentile(s.latencies, 0.50)
 	r.LatencyP99 = percentile(s.latencies, 0.99)
 	r.FailP50 = percentile(s.failTimes, 0.50)
@@ -69,6 +70,18 @@ func (s *sim) recovery() time.Duration {
 		}
 	}
 	return -1
+}
+
+// fairness returns the worst client's successes over the best client's.
+func (s *sim) fairness() float64 {
+	worst, best := s.clients[0].succeeded, s.clients[0].succeeded
+	for _, c := range s.clients[1:] {
+		worst, best = min(worst, c.succeeded), max(best, c.succeeded)
+	}
+	if best == 0 {
+		return 1 // nobody was served: alike
+	}
+	return float64(worst) / float64(best)
 }
 
 func ratio(a, b int) float64 {

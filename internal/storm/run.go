@@ -68,6 +68,12 @@ type Result struct {
 	// no incident, or the rate never recovers within the run.
 	Recovery time.Duration
 
+	// Fairness is the worst client's successes divided by the best
+	// client's, in a scenario with several clients of equal demand: 1
+	// when they were served alike, towards 0 as one starves. 1 with a
+	// single client.
+	Fairness float64
+
 	// Series are per-second counts over the run, by the second in which
 	// they happened: attempts by when they were sent, throttles by when
 	// the server answered, successes by when the request succeeded.
@@ -239,8 +245,9 @@ func (q *eventQueue) pop() event {
 
 // client is one process of the fleet: a strategy that its workers share.
 type client struct {
-	drv     driver
-	limiter *retry.RateLimiter // of an Adaptive strategy, else nil
+	drv       driver
+	limiter   *retry.RateLimiter // of an Adaptive strategy, else nil
+	succeeded int                // its requests that succeeded
 }
 
 // worker is one closed-loop caller and its request in progress.
@@ -443,6 +450,7 @@ func (s *sim) finish(i int, ok, refused bool, wait time.Duration) {
 	s.res.Unavailable += w.unavailable
 	if ok {
 		s.res.Succeeded++
+		s.clients[w.client].succeeded++
 		s.bins[now/Bin].Successes++
 		s.fine[now/recoveryStep]++
 		s.latencies = append(s.latencies, now-w.start)

@@ -321,8 +321,36 @@ func TestFleet(t *testing.T) {
 	}
 	one := sc
 	one.Clients = 1
-	if r1 := runMode(t, one, Adaptive); reflect.DeepEqual(r1.Series, r.Series) {
+	r1 := runMode(t, one, Adaptive)
+	if reflect.DeepEqual(r1.Series, r.Series) {
 		t.Error("one client and ten clients gave the same series")
+	}
+	// Fairness compares the clients' successes: within (0, 1] for ten
+	// clients that all got served, and 1 for one client.
+	if r.Fairness <= 0 || r.Fairness > 1 || r1.Fairness != 1 {
+		t.Errorf("fairness %v for 10 clients, %v for one; want (0, 1] and 1", r.Fairness, r1.Fairness)
+	}
+}
+
+// Fairness is the worst client's successes over the best's.
+func TestFairness(t *testing.T) {
+	for _, tc := range []struct {
+		succeeded []int
+		want      float64
+	}{
+		{[]int{10}, 1},
+		{[]int{10, 10, 10}, 1},
+		{[]int{5, 10, 8}, 0.5},
+		{[]int{0, 4}, 0},
+		{[]int{0, 0}, 1},
+	} {
+		s := &sim{clients: make([]client, len(tc.succeeded))}
+		for i, n := range tc.succeeded {
+			s.clients[i].succeeded = n
+		}
+		if got := s.fairness(); got != tc.want {
+			t.Errorf("fairness of %v = %v, want %v", tc.succeeded, got, tc.want)
+		}
 	}
 }
 
