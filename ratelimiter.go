@@ -218,6 +218,16 @@ type RateLimiter struct {
 	capacity     float64
 	burst        int        // the bucket's burst: floor(capacity), or 0 just after a cut emptied it
 	share        shareState // the default algorithm's state
+
+	// assigned is the Assignment in force (see Assign): its Rate is 0 when
+	// there is none. ceiling bounds the own algorithm's rate after an
+	// assignment ended (0: no bound).
+	assigned Assignment
+	ceiling  float64
+	// total counts every attempt and throttle since creation, and
+	// refusals every time acquire found no send slot free.
+	total    windowCount
+	refusals int64
 }
 
 // shareState is the default algorithm's record of throttled shares.
@@ -270,6 +280,49 @@ type RateLimiterStats struct {
 	// algorithm has learned not to depend on the client's rate, and
 	// tolerates; 0 for the published algorithm.
 	LearnedShare float64
+
+	// Attempts and Throttles count the outcomes Update has recorded since
+	// the limiter was created, throttles before the first accepted attempt
+	// included. A coordinator reads them at intervals and takes the
+	// differences.
+	Attempts, Throttles int64
+
+	// Refusals counts the times since creation that an attempt asked for
+	// a send slot and found none free: in fail-fast mode, each refusal;
+	// otherwise each Acquire that returned a wait, and each time a
+	// strategy polled for a slot in vain. It says that the limiter held
+	// back demand, which the send rate alone does not show.
+	Refusals int64
+
+	// Assigned is the assignment in force (see Assign); its Rate is 0 when
+	// there is none.
+	Assigned Assignment
+}
+
+// An Assignment is a send rate that a coordinator outside the process gives
+// a RateLimiter for a time: its share of a limit that a fleet of processes
+// draws on, which no process can learn from its own attempts alone (the
+// redisretry module is such a coordinator). See RateLimiter.Assign.
+type Assignment struct {
+	// Rate is the send rate assigned, in sends per second: a number above
+	// 0, or math.Inf(1) for no limit. Until Until, the limiter paces at
+	// exactly Rate, whatever it observes.
+	Rate float64
+
+	// Until is when the assignment ends, by the limiter's clock. If no
+	// new assignment comes by then, the limiter's own algorithm takes over
+	// as if it had cut the rate to Rate at Until (with an infinite Rate,
+	// as if it had never cut).
+	Until time.Time
+
+	// Ceiling, if above 0, bounds the rate the limiter's own algorithm may
+	// reach after the assignment ends, until the next assignment. A
+	// coordinator that knows the fleet's limit sets it to Rate, so that a
+	// process cut off from the coordinator never sends more than its last
+	// share: a fleet that loses its coordinator keeps to the limit instead
+	// of each process claiming all of it. It is ignored with an infinite
+	// Rate.
+	Ceiling float64
 }
 
 // NewRateLimiter returns a RateLimiter configured by opts. Its state starts
@@ -342,6 +395,7 @@ func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 	now := l.now()
 	if failFast {
 		if !l.bucket.AllowN(now, 1) {
+			l.refusals++
 			missing := 1 - l.bucket.TokensAt(now)
 			return satDuration(math.Ceil(missing / l.fillRate * float64(time.Second))), ErrRateLimited
 		}
@@ -352,7 +406,80 @@ func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 		// Not reached: the fill rate and capacity are always positive.
 		return 0, ErrRateLimited
 	}
-	return r.DelayFrom(now), nil
+	d := r.DelayFrom(now)
+	if d > 0 {
+		l.refusals++
+	}
+	return d, nil
+}
+
+// Assign makes the limiter pace at the rate a coordinator assigns it, until
+// the assignment ends (see Assignment); each call replaces the previous
+// assignment. While an assignment is in force, the limiter still counts
+// every attempt (Stats reports them), but neither algorithm changes the
+// rate. When it ends, the limiter's own algorithm resumes from the
+// assigned rate, below the assignment's ceiling if it has one: a process
+// that loses its coordinator goes on from its last share, not from
+// scratch.
+//
+// An assignment costs the send path nothing more than pacing does: an
+// attempt takes a token from the same token bucket, which keeps the tokens
+// it held (up to its new capacity), so an assignment starts no burst.
+// Assign returns an
+// error wrapping ErrInvalidConfig, and changes nothing, if the rate is not
+// above 0 (NaN included), or the ceiling is negative, NaN or infinite; on
+// the zero RateLimiter it changes nothing and returns nil.
+func (l *RateLimiter) Assign(a Assignment) error {
+	switch {
+	case !(a.Rate > 0):
+		return configError("Assignment.Rate", a.Rate, "> 0, or math.Inf(1) for no limit")
+	case !(a.Ceiling >= 0 && a.Ceiling <= math.MaxFloat64):
+		return configError("Assignment.Ceiling", a.Ceiling, "finite and >= 0 (0: none)")
+	}
+	if !l.valid() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	l.assigned, l.ceiling = a, a.Ceiling
+	// Every success takes the lock while an assignment may end, so that
+	// the limiter sees it end.
+	l.fastUntil.Store(0)
+	if !math.IsInf(a.Rate, 1) {
+		l.enabled.Store(true)
+	} else {
+		l.ceiling = 0 // no rate to bound the algorithm by
+	}
+	l.setRate(now, a.Rate)
+	return nil
+}
+
+// assignedRate returns the rate of the assignment in force at now, or 0
+// if there is none; it ends an assignment whose time is up, and starts the
+// own algorithm's curve from its rate. l.mu must be held.
+func (l *RateLimiter) assignedRate(now time.Time) float64 {
+	a := l.assigned
+	if a.Rate == 0 {
+		return 0
+	}
+	if now.Before(a.Until) {
+		return a.Rate
+	}
+	l.assigned = Assignment{}
+	if !math.IsInf(a.Rate, 1) {
+		l.restart(a.Until, a.Rate)
+		l.calculated = a.Rate
+		if l.cfg.published {
+			// The published curve starts at beta times its maximum.
+			l.lastMaxRate = a.Rate / l.cfg.beta
+		}
+		// The measured rate may lag what the assignment allowed: let the
+		// algorithm start from the assigned rate, not from twice a
+		// measurement that the assignment held down.
+		l.measured = max(l.measured, a.Rate/maxRateFactor)
+	}
+	return 0
 }
 
 // Update records the outcome of one attempt at the clock's current time:
@@ -526,16 +653,17 @@ func (l *RateLimiter) update(throttled bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
+	l.total.attempts++
+	if throttled {
+		l.total.throttles++
+	}
 	if l.cfg.published {
 		l.updatePublished(now, throttled)
 		return
 	}
-	if n := l.takeUncounted(); n > 0 {
-		l.count += n
-		l.share.open.attempts += n
-	}
+	l.foldUncounted()
 	l.updateDefault(now, throttled)
-	if l.share.accepted && !l.enabled.Load() {
+	if l.share.accepted && !l.enabled.Load() && l.assigned.Rate == 0 {
 		l.fastUntil.Store(int64((l.lastWindow + l.cfg.window.Seconds()) * float64(time.Second)))
 		l.readAt(int64(now.Sub(l.start)))
 	} else {
@@ -543,9 +671,23 @@ func (l *RateLimiter) update(throttled bool) {
 	}
 }
 
+// foldUncounted adds the successes counted without the lock to the open
+// window's counts. l.mu must be held.
+func (l *RateLimiter) foldUncounted() {
+	if n := l.takeUncounted(); n > 0 {
+		l.count += n
+		l.share.open.attempts += n
+		l.total.attempts += n
+	}
+}
+
 // updatePublished is the published algorithm's Update. l.mu must be held.
 func (l *RateLimiter) updatePublished(now time.Time, throttled bool) {
 	l.measure(now)
+	if r := l.assignedRate(now); r > 0 {
+		l.setRate(now, r)
+		return
+	}
 	if throttled && l.reduces(now) {
 		rateToUse := l.measured
 		if l.enabled.Load() {
@@ -560,7 +702,7 @@ func (l *RateLimiter) updatePublished(now time.Time, throttled bool) {
 		l.calculated = cubicRate(dt, l.lastMaxRate, l.cfg.beta, l.cfg.scaleConstant)
 	}
 	// A throttle within the cooldown leaves the calculated rate as it was.
-	l.setRate(now, min(l.calculated, maxRateFactor*l.measured))
+	l.setRate(now, l.ceiled(min(l.calculated, maxRateFactor*l.measured)))
 }
 
 // updateDefault is the default algorithm's Update. l.mu must be held.
@@ -572,7 +714,9 @@ func (l *RateLimiter) updateDefault(now time.Time, throttled bool) {
 		for range closed - 1 { // measure caps closed at learnWindows+1
 			s.push(windowCount{}) // windows without attempts
 		}
-		l.decide(now)
+		if l.assignedRate(now) == 0 {
+			l.decide(now)
+		}
 	}
 	switch {
 	case !throttled:
@@ -583,6 +727,10 @@ func (l *RateLimiter) updateDefault(now time.Time, throttled bool) {
 		// nothing about the rate the service accepts.
 		s.open.attempts++
 		s.open.throttles++
+	}
+	if r := l.assignedRate(now); r > 0 {
+		l.setRate(now, r)
+		return
 	}
 	l.setRate(now, l.defaultRate(now))
 }
@@ -696,7 +844,16 @@ func (l *RateLimiter) defaultRate(now time.Time) float64 {
 		return ceiling
 	}
 	t := now.Sub(l.lastThrottle).Seconds()
-	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling)
+	return l.ceiled(min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling))
+}
+
+// ceiled returns r, or the ceiling of the last assignment if that is
+// lower (see Assignment.Ceiling). l.mu must be held.
+func (l *RateLimiter) ceiled(r float64) float64 {
+	if l.ceiling > 0 {
+		return min(r, l.ceiling)
+	}
+	return r
 }
 
 // setRate sets the fill rate and capacity the new rate calls for, within
@@ -750,6 +907,10 @@ func (l *RateLimiter) Stats() RateLimiterStats {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// The successes counted without the lock count as attempts; they stay
+	// where they are, as their counters pace the clock readings.
+	var uncounted int64
+	l.counters(func(c *successCount) { uncounted += c.n.Load() })
 	s := RateLimiterStats{
 		Enabled:      l.enabled.Load(),
 		FillRate:     l.fillRate,
@@ -758,6 +919,10 @@ func (l *RateLimiter) Stats() RateLimiterStats {
 		Tokens:       l.bucket.TokensAt(l.cfg.clock.Now()),
 		LastMaxRate:  l.lastMaxRate,
 		LearnedShare: l.share.learned,
+		Attempts:     int64(l.total.attempts) + uncounted,
+		Throttles:    int64(l.total.throttles),
+		Refusals:     l.refusals,
+		Assigned:     l.assigned,
 	}
 	if s.Enabled {
 		s.LastThrottle = l.lastThrottle

@@ -1,0 +1,222 @@
+package retry_test
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRateLimiterAssignBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		a    retry.Assignment
+		want string
+	}{
+		{retry.Assignment{}, "Assignment.Rate"},
+		{retry.Assignment{Rate: -1}, "Assignment.Rate"},
+		{retry.Assignment{Rate: math.NaN()}, "Assignment.Rate"},
+		{retry.Assignment{Rate: math.Inf(-1)}, "Assignment.Rate"},
+		{retry.Assignment{Rate: 1, Ceiling: -1}, "Assignment.Ceiling"},
+		{retry.Assignment{Rate: 1, Ceiling: math.NaN()}, "Assignment.Ceiling"},
+		{retry.Assignment{Rate: 1, Ceiling: math.Inf(1)}, "Assignment.Ceiling"},
+	} {
+		l := newTestRateLimiter(t)
+		err := l.Assign(tc.a)
+		require.ErrorIs(t, err, retry.ErrInvalidConfig, "%+v", tc.a)
+		assert.Contains(t, err.Error(), tc.want)
+		assert.Zero(t, l.Stats().Assigned, "a refused assignment changes nothing")
+		assert.False(t, l.Stats().Enabled)
+	}
+	var zero retry.RateLimiter
+	require.NoError(t, zero.Assign(retry.Assignment{Rate: 1}), "the zero RateLimiter ignores an assignment")
+	require.ErrorIs(t, zero.Assign(retry.Assignment{}), retry.ErrInvalidConfig, "but not a bad one")
+}
+
+// TestRateLimiterAssignPaces: an assigned rate paces at once, exactly,
+// and throttles do not move it, in both algorithms.
+func TestRateLimiterAssignPaces(t *testing.T) {
+	for _, published := range []bool{false, true} {
+		clock := newManualClock()
+		opts := []retry.RateLimiterOption{retry.WithClock(clock)}
+		if published {
+			opts = append(opts, retry.WithPublishedCUBIC())
+		}
+		l := newTestRateLimiter(t, opts...)
+		require.NoError(t, l.Assign(retry.Assignment{Rate: 4, Until: clock.Now().Add(time.Hour)}))
+		s := l.Stats()
+		require.True(t, s.Enabled, "published=%v", published)
+		require.Equal(t, 4.0, s.FillRate)
+		require.Equal(t, 4.0, s.Capacity)
+		// Throttles and successes for 5 s at 20 attempts a second: the
+		// rate stays where it was assigned.
+		for range 100 {
+			clock.Advance(50 * time.Millisecond)
+			l.Update(true)
+			l.Update(false)
+		}
+		s = l.Stats()
+		assert.Equal(t, 4.0, s.FillRate, "published=%v", published)
+		assert.Equal(t, int64(200), s.Attempts)
+		assert.Equal(t, int64(100), s.Throttles)
+		// The bucket, full with 4 tokens, gives 4 slots at once and then
+		// one every 250 ms.
+		for range 4 {
+			d, err := l.Acquire()
+			require.NoError(t, err)
+			require.Zero(t, d)
+		}
+		d, err := l.Acquire()
+		require.NoError(t, err)
+		assert.Equal(t, 250*time.Millisecond, d)
+		assert.Equal(t, int64(1), l.Stats().Refusals, "a wait counts as a refusal")
+	}
+}
+
+// TestRateLimiterAssignEnds: when the assignment ends, the own algorithm
+// resumes from the assigned rate, as from a cut at the assignment's end,
+// and never goes above the ceiling.
+func TestRateLimiterAssignEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ceiling float64
+		// the fill rate 10 s after the end, at 100 attempts a second
+		want func(float64) bool
+	}{
+		{"no ceiling", 0, func(r float64) bool { return r > 20 }}, // 10*(1+0.003*1000) = 40
+		{"ceiling", 10, func(r float64) bool { return r == 10 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newManualClock()
+			l := newTestRateLimiter(t, retry.WithClock(clock))
+			until := clock.Now().Add(time.Second)
+			require.NoError(t, l.Assign(retry.Assignment{Rate: 10, Until: until, Ceiling: tc.ceiling}))
+			feed(l, clock, 200, 10*time.Millisecond, "s") // 2 s at 100 a second
+			s := l.Stats()
+			assert.Zero(t, s.Assigned, "the assignment ended")
+			assert.Equal(t, 10.0, s.LastMaxRate, "the curve starts from the assigned rate")
+			assert.Equal(t, until, s.LastThrottle, "at the assignment's end")
+			assert.InDelta(t, 10*(1+0.003), s.FillRate, 0.1)
+			feed(l, clock, 900, 10*time.Millisecond, "s")
+			r := l.Stats().FillRate
+			assert.True(t, tc.want(r), "fill rate %v 10 s after the end", r)
+			// A new assignment lifts the ceiling.
+			require.NoError(t, l.Assign(retry.Assignment{Rate: 50, Until: clock.Now().Add(time.Second)}))
+			assert.Equal(t, 50.0, l.Stats().FillRate)
+		})
+	}
+}
+
+// TestRateLimiterAssignPublishedEnds: the published curve resumes at the
+// assigned rate too, not at beta times it.
+func TestRateLimiterAssignPublishedEnds(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithPublishedCUBIC())
+	until := clock.Now().Add(time.Second)
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 10, Until: until}))
+	clock.Advance(until.Sub(clock.Now()))
+	l.Update(false)
+	s := l.Stats()
+	assert.Zero(t, s.Assigned)
+	assert.InDelta(t, 10, s.FillRate, 1e-9)
+}
+
+// TestRateLimiterAssignUnlimited: an infinite rate never paces, even a
+// limiter that had cut; when it ends the own algorithm goes on.
+func TestRateLimiterAssignUnlimited(t *testing.T) {
+	l, clock := throttledLimiter(t)
+	require.NoError(t, l.Assign(retry.Assignment{Rate: math.Inf(1), Until: clock.Now().Add(time.Second), Ceiling: 3}))
+	for range 1000 {
+		d, err := l.Acquire()
+		require.NoError(t, err)
+		require.Zero(t, d)
+		l.Update(true)
+	}
+	assert.Zero(t, l.Stats().Refusals)
+	clock.Advance(time.Second)
+	l.Update(false)
+	s := l.Stats()
+	assert.Zero(t, s.Assigned)
+	assert.False(t, math.IsInf(s.FillRate, 0), "the own algorithm's rate again: %v", s.FillRate)
+}
+
+// TestRateLimiterAssignConcurrent: assignments, attempts and Stats from
+// many goroutines; every attempt counted, the rate always an assigned one
+// or the own algorithm's, never out of bounds.
+func TestRateLimiterAssignConcurrent(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+	const workers, each = 8, 2000
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 5, Until: clock.Now().Add(30 * time.Millisecond), Ceiling: 25}))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := l.Acquire(); err != nil && !errors.Is(err, retry.ErrRateLimited) {
+					t.Error(err)
+					return
+				}
+				l.Update(i%7 == 0)
+				if w == 0 && i%50 == 0 {
+					clock.Advance(10 * time.Millisecond)
+					if err := l.Assign(retry.Assignment{Rate: float64(1 + i%20), Until: clock.Now().Add(30 * time.Millisecond), Ceiling: 25}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				if s := l.Stats(); !(s.FillRate > 0) || math.IsInf(s.FillRate, 0) || s.FillRate > 25 && s.Assigned.Rate == 0 {
+					t.Errorf("fill rate %v with %+v", s.FillRate, s.Assigned)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s := l.Stats()
+	assert.Equal(t, int64(workers*each), s.Attempts)
+	assert.Equal(t, int64(workers*((each+6)/7)), s.Throttles)
+}
+
+func ExampleRateLimiter_Assign() {
+	// A clock that moves only when told to, so the output is the same
+	// every time. Real code leaves out WithClock.
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := retry.ClockFunc(func() time.Time { return now })
+	l, err := retry.NewRateLimiter(retry.WithClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// A coordinator gives this process 2 sends a second of a limit the
+	// fleet shares, for 10 s, and never more than that if it goes quiet.
+	err = l.Assign(retry.Assignment{Rate: 2, Until: now.Add(10 * time.Second), Ceiling: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The token bucket keeps what it held (nothing, here): an assignment
+	// starts no burst.
+	for range 3 {
+		d, _ := l.Acquire()
+		fmt.Println("wait:", d)
+	}
+
+	// The coordinator is not heard from again: after the 10 s the
+	// limiter's own algorithm goes on from 2 a second, below the ceiling.
+	for range 40 {
+		now = now.Add(time.Second)
+		l.Update(false)
+	}
+	s := l.Stats()
+	fmt.Printf("fill rate %.1f/s, %d attempts counted\n", s.FillRate, s.Attempts)
+	// Output:
+	// wait: 500ms
+	// wait: 1s
+	// wait: 1.5s
+	// fill rate 2.0/s, 40 attempts counted
+}
