@@ -1,0 +1,344 @@
+package redisretry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrykit/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// vclock is a virtual clock, which the tests move by hand.
+type vclock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newVClock() *vclock { return &vclock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *vclock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *vclock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// newTestFleet returns a Fleet on virtual time, Redis's included, that
+// refreshes only when the test says.
+func newTestFleet(t testing.TB, rdb redis.UniversalClient, name string, clock *vclock, opts ...Option) *Fleet {
+	t.Helper()
+	f, err := newFleet(rdb, name, append([]Option{WithClock(clock)}, opts...))
+	require.NoError(t, err)
+	f.redisNow = clock.Now
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// attempts records n attempts, throttled as throttled says, spread over
+// the next second of the clock.
+func attempts(f *Fleet, n int, throttled func(i int) bool) {
+	for i := range n {
+		f.limiter.Update(throttled != nil && throttled(i))
+	}
+}
+
+func TestNewBadOptions(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithRate(0), "WithRate"},
+		{WithRate(-5), "WithRate"},
+		{WithRate(math.NaN()), "WithRate"},
+		{WithRate(math.Inf(1)), "WithRate"},
+		{WithHeadroom(1), "WithHeadroom"},
+		{WithHeadroom(-0.1), "WithHeadroom"},
+		{WithInterval(time.Millisecond), "WithInterval"},
+		{WithLease(time.Millisecond), "WithLease"},
+		{WithExactBelow(-1), "WithExactBelow"},
+		{WithExactBelow(math.NaN()), "WithExactBelow"},
+		{WithBurst(0), "WithBurst"},
+		{WithMaxWait(-time.Second), "WithMaxWait"},
+		{WithAdmitTimeout(0), "WithAdmitTimeout"},
+		{WithRetryBudget(-1, 10, 10*time.Second), "WithRetryBudget"},
+		{WithRetryBudget(0.2, math.Inf(1), 10*time.Second), "WithRetryBudget"},
+		{WithRetryBudget(0.2, 10, time.Millisecond), "WithRetryBudget"},
+		{WithPrefix("a{b"), "WithPrefix"},
+		{WithMember("a b"), "WithMember"},
+		{WithClock(nil), "WithClock"},
+		{Option{}, "zero Option"},
+		{WithStrategyOptions(retry.WithMaxAttempts(0)), "WithStrategyOptions"},
+		{WithLimiterOptions(retry.WithBeta(2)), "WithLimiterOptions"},
+	} {
+		f, err := New(context.Background(), rdb, "x", tc.opt)
+		require.ErrorIs(t, err, retry.ErrInvalidConfig, tc.want)
+		assert.Contains(t, err.Error(), tc.want)
+		assert.Nil(t, f)
+	}
+	_, err := New(context.Background(), nil, "x")
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	_, err = New(context.Background(), rdb, "")
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+}
+
+// TestSharesMaxMinFair: a configured rate of 10 between members that want
+// 1, 2 and 10 a second: 1, 2 and the 7 left.
+func TestSharesMaxMinFair(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	wants := map[string]int{"a": 1, "b": 2, "c": 10}
+	fleets := map[string]*Fleet{}
+	for id := range wants {
+		fleets[id] = newTestFleet(t, rdb, "fair", clock, WithRate(10), WithHeadroom(0), WithMember(id), WithExactBelow(0))
+	}
+	ctx := context.Background()
+	for range 4 {
+		clock.Advance(time.Second)
+		for id, f := range fleets {
+			attempts(f, wants[id], nil)
+			require.NoError(t, f.refresh(ctx))
+		}
+	}
+	for id, want := range map[string]float64{"a": 1, "b": 2, "c": 7} {
+		s := fleets[id].Stats()
+		assert.InDelta(t, want, s.Share, 1e-9, id)
+		assert.Equal(t, 10.0, s.Capacity)
+		assert.Equal(t, 3, s.Members)
+		assert.True(t, s.Connected)
+		assert.InDelta(t, want, fleets[id].limiter.Stats().FillRate, 1e-9, "the limiter paces at the share")
+	}
+}
+
+// TestSharesNeverExceedCapacity: members joining, leaving and changing
+// what they want; at every moment the shares held add up to at most the
+// capacity.
+func TestSharesNeverExceedCapacity(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	var fleets []*Fleet
+	for i := range 12 {
+		fleets = append(fleets, newTestFleet(t, rdb, "cap", clock, WithRate(8), WithHeadroom(0),
+			WithMember(string(rune('a'+i))), WithExactBelow(0)))
+	}
+	for round := range 30 {
+		clock.Advance(time.Second)
+		for i, f := range fleets {
+			active := i < 4 || round >= 5 && (i < 8 || round < 20) // 4, then 12, then 8
+			if !active {
+				continue
+			}
+			attempts(f, 1+(i+round)%5, nil)
+			require.NoError(t, f.refresh(ctx))
+			sum := 0.0
+			for _, g := range fleets {
+				// A member that stopped refreshing holds its share
+				// until its lease ends, when the fleet drops it.
+				if s := g.Stats(); s.LeaseUntil.After(clock.Now()) {
+					sum += s.Share
+				}
+			}
+			require.LessOrEqual(t, sum, 8*(1+12e-6), "round %d: the shares held add up to more than the capacity", round)
+		}
+	}
+}
+
+// TestLearnedCapacity: without a configured rate the fleet has no limit
+// until its attempts are throttled; then it cuts to what the service
+// accepted, and grows again while nothing is throttled.
+func TestLearnedCapacity(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	a := newTestFleet(t, rdb, "learn", clock, WithMember("a"), WithExactBelow(0))
+	for range 3 {
+		clock.Advance(time.Second)
+		attempts(a, 100, nil)
+		require.NoError(t, a.refresh(ctx))
+	}
+	require.True(t, math.IsInf(a.Stats().Share, 1), "no limit before a throttle: %+v", a.Stats())
+	require.True(t, math.IsInf(a.limiter.Stats().FillRate, 1), "the limiter does not pace")
+	// 100 attempts a second, 40 throttled: the service accepts 60, less
+	// than the 2% tolerance.
+	clock.Advance(time.Second)
+	attempts(a, 100, func(i int) bool { return i%5 < 2 })
+	require.NoError(t, a.refresh(ctx))
+	capacity := a.Stats().Capacity
+	assert.InDelta(t, 100*(1-(0.4-learnTolerance)), capacity, 1e-6, "cut to the accepted rate")
+	assert.InDelta(t, capacity, a.Stats().Share, 1e-6)
+	// 2 throttles in 100 are within the tolerance: no cut. The capacity
+	// grows along w(1 + 0.003 t^3).
+	for range 5 {
+		clock.Advance(time.Second)
+		attempts(a, 100, func(i int) bool { return i%50 == 0 })
+		require.NoError(t, a.refresh(ctx))
+	}
+	grown := a.Stats().Capacity
+	assert.InDelta(t, capacity*(1+learnGrowth*5*5*5), grown, 1e-6)
+}
+
+// TestRetryBudget: the fleet's retries are bounded by its ratio of first
+// attempts plus its floor, for the fleet as a whole.
+func TestRetryBudget(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	var fleets []*Fleet
+	for _, id := range []string{"a", "b", "c", "d"} {
+		fleets = append(fleets, newTestFleet(t, rdb, "budget", clock, WithMember(id), WithExactBelow(0),
+			WithRetryBudget(0.2, 1, 10*time.Second)))
+	}
+	// Each member sends 100 first attempts a second: the budget over 10 s
+	// is 0.2 * 4 * 100 * (seconds so far) + 1 * 10.
+	for round := 1; round <= 3; round++ {
+		clock.Advance(time.Second)
+		for _, f := range fleets {
+			attempts(f, 100, nil)
+			require.NoError(t, f.refresh(ctx))
+		}
+	}
+	total := 0
+	for _, f := range fleets {
+		total += f.Stats().RetryGrant
+		assert.Equal(t, f.Stats().RetryGrant, int(f.quota.Stats().Available), "the quota holds the grant")
+	}
+	// The last epoch closed at a's third refresh: 9 reports of 100 first
+	// attempts each.
+	assert.InDelta(t, 0.2*900+10, total, 4, "the members' grants add up to the fleet's budget")
+
+	// Member a spends its whole grant on retries; at the next epoch the
+	// fleet's budget has that much less.
+	a := fleets[0]
+	spent := 0
+	for {
+		if _, err := a.quota.Acquire(1); err != nil {
+			break
+		}
+		spent++
+	}
+	clock.Advance(time.Second)
+	for _, f := range fleets {
+		attempts(f, 100, nil)
+		require.NoError(t, f.refresh(ctx))
+	}
+	total = 0
+	for _, f := range fleets {
+		total += f.Stats().RetryGrant
+	}
+	// 13 reports of 100 attempts, spent of them retries.
+	assert.InDelta(t, 0.2*float64(1300-spent)+10-float64(spent), total, 6)
+}
+
+// TestExactAdmissionSpaces: exact admission gives the fleet's sends
+// slots spaced at its rate, and refuses a slot beyond the maximum wait.
+func TestExactAdmissionSpaces(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	a := newTestFleet(t, rdb, "exact", clock, WithRate(10), WithHeadroom(0), WithMember("a"))
+	b := newTestFleet(t, rdb, "exact", clock, WithRate(10), WithHeadroom(0), WithMember("b"))
+	require.NoError(t, a.refresh(ctx))
+	require.NoError(t, b.refresh(ctx))
+	require.True(t, a.Stats().Exact, "%+v", a.Stats())
+	var waits []time.Duration
+	for i := range 3 {
+		f := a
+		if i%2 == 1 {
+			f = b
+		}
+		ok, wait, err := f.reserve(ctx, 250*time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, ok)
+		waits = append(waits, wait)
+	}
+	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, waits)
+	ok, wait, err := a.reserve(ctx, 250*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, ok, "the slot 300 ms away is beyond the maximum wait")
+	assert.Equal(t, 300*time.Millisecond, wait)
+	ok, wait, err = b.reserve(ctx, 300*time.Millisecond)
+	require.NoError(t, err)
+	assert.True(t, ok, "a refused slot was not taken")
+	assert.Equal(t, 300*time.Millisecond, wait)
+	// Time passes: slots are free again, no burst beyond one.
+	clock.Advance(10 * time.Second)
+	ok, wait, err = a.reserve(ctx, 0)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Zero(t, wait)
+	ok, _, err = a.reserve(ctx, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "a burst of one")
+}
+
+// TestStrategyDo: the Fleet's strategy with retry.Do on real time: a
+// throttled attempt is retried within the budget and counted.
+func TestStrategyDo(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	f, err := New(ctx, rdb, "do", WithRate(1000), WithExactBelow(math.Inf(1)),
+		WithStrategyOptions(retry.WithBackoff(retry.BackoffFunc(func(int) time.Duration { return time.Millisecond }))))
+	require.NoError(t, err)
+	defer f.Close()
+	s := f.Stats()
+	require.True(t, s.Connected, "%+v", s)
+	require.True(t, s.Exact)
+	require.Positive(t, s.RetryGrant, "the floor's part of the budget")
+	calls := 0
+	got, err := retry.Do(ctx, func(context.Context) (string, error) {
+		calls++
+		if calls == 1 {
+			return "", retry.WithRetryAfter(retry.Throttled(errors.New("slow down")), 0)
+		}
+		return "ok", nil
+	}, retry.WithStrategy(f.Strategy()))
+	require.NoError(t, err)
+	assert.Equal(t, "ok", got)
+	assert.Equal(t, 2, calls)
+	ls := f.RateLimiter().Stats()
+	assert.Equal(t, int64(2), ls.Attempts)
+	assert.Equal(t, int64(1), ls.Throttles)
+	require.NoError(t, f.Close())
+	n, err := rdb.HLen(ctx, f.keys[0]).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "Close leaves the fleet")
+}
+
+// TestKeys: both keys carry the limit's name as a hash tag, under the
+// prefix, and expire.
+func TestKeys(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	f := newTestFleet(t, rdb, "route53", clock, WithPrefix("app:"), WithRate(5))
+	require.NoError(t, f.refresh(context.Background()))
+	keys, err := rdb.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"app:{route53}:members", "app:{route53}:state"}, keys)
+	for _, k := range keys {
+		ttl, err := rdb.PTTL(context.Background(), k).Result()
+		require.NoError(t, err)
+		assert.Positive(t, ttl, k)
+	}
+	assert.True(t, strings.HasPrefix(f.cfg.member, ""), "a default member name")
+}
