@@ -58,6 +58,7 @@ type config struct {
 	admitTimeout time.Duration
 	ratio, floor float64
 	window       time.Duration
+	windowSet    bool
 	prefix       string
 	member       string
 	clock        retry.Clock // nil: the system clock
@@ -85,6 +86,9 @@ func defaults() config {
 func (c *config) validate() error {
 	if !c.leaseSet {
 		c.lease = DefaultLeaseIntervals * c.interval
+	}
+	if !c.windowSet {
+		c.window = max(DefaultRetryWindow, c.interval)
 	}
 	switch {
 	case c.rateSet && !(c.rate > 0 && c.rate <= maxRate):
@@ -181,10 +185,10 @@ func WithAdmitTimeout(d time.Duration) Option { return Option{func(c *config) { 
 // WithRetryBudget sets the fleet's retry budget: retries at most ratio of
 // the fleet's first attempts over window, plus floor retries a second for
 // the whole fleet (defaults DefaultRetryRatio, DefaultRetryFloor,
-// DefaultRetryWindow: 20%, 10/s, 10 s). Valid: ratio in [0, 100], floor
+// DefaultRetryWindow: 20%, 10/s, 10 s, or the interval if longer). Valid: ratio in [0, 100], floor
 // finite and >= 0, window from the interval to 24h.
 func WithRetryBudget(ratio, floor float64, window time.Duration) Option {
-	return Option{func(c *config) { c.ratio, c.floor, c.window = ratio, floor, window }}
+	return Option{func(c *config) { c.ratio, c.floor, c.window, c.windowSet = ratio, floor, window, true }}
 }
 
 // WithPrefix sets what every key begins with (default DefaultPrefix).

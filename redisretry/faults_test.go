@@ -1,0 +1,220 @@
+package redisretry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRedisDownKeepsShares: Redis stops; each process keeps its share
+// until its lease ends, then its local algorithm never goes above it. Redis
+// comes back empty: the shares are rebuilt from what the processes hold,
+// without a burst, within two intervals.
+func TestRedisDownKeepsShares(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	var errs []error
+	a := newTestFleet(t, rdb, "down", clock, WithRate(8), WithHeadroom(0), WithMember("a"), WithExactBelow(0),
+		WithErrorHandler(func(err error) { errs = append(errs, err) }))
+	b := newTestFleet(t, rdb, "down", clock, WithRate(8), WithHeadroom(0), WithMember("b"), WithExactBelow(0))
+	both := func(n int) {
+		for _, f := range []*Fleet{a, b} {
+			attempts(f, n, nil)
+		}
+	}
+	for range 3 {
+		clock.Advance(time.Second)
+		both(20)
+		require.NoError(t, a.refresh(ctx))
+		require.NoError(t, b.refresh(ctx))
+	}
+	require.InDelta(t, 4, a.Stats().Share, 1e-9)
+
+	srv.Stop()
+	for i := range 10 {
+		clock.Advance(time.Second)
+		both(20)
+		require.Error(t, a.refresh(ctx))
+		require.Error(t, b.refresh(ctx))
+		for _, f := range []*Fleet{a, b} {
+			ls := f.limiter.Stats()
+			assert.LessOrEqual(t, ls.FillRate, 4.0, "second %d of the outage: a process never goes above its last share", i)
+			assert.Positive(t, ls.FillRate)
+		}
+	}
+	s := a.Stats()
+	assert.False(t, s.Connected)
+	assert.Equal(t, int64(10), s.Failures)
+	assert.Error(t, s.LastError)
+	assert.Len(t, errs, 10, "the error handler hears of every failure")
+	assert.Equal(t, 4.0, a.limiter.Stats().FillRate, "the local algorithm holds the share while nothing is throttled")
+
+	// Back, empty. A newcomer asks for everything: it gets only what the
+	// two members do not hold.
+	srv.Restart()
+	// go-redis's pool waits a moment before it dials again after failures.
+	require.Eventually(t, func() bool { return rdb.Ping(ctx).Err() == nil }, 10*time.Second, 10*time.Millisecond)
+	c := newTestFleet(t, rdb, "down", clock, WithRate(8), WithHeadroom(0), WithMember("c"), WithExactBelow(0))
+	for round := range 3 {
+		clock.Advance(time.Second)
+		both(20)
+		attempts(c, 20, nil)
+		for _, f := range []*Fleet{c, a, b} {
+			require.NoError(t, f.refresh(ctx))
+		}
+		sum := a.Stats().Share + b.Stats().Share + c.Stats().Share
+		assert.LessOrEqual(t, sum, 8*(1+3e-6), "round %d after the restart: no burst", round)
+	}
+	for _, f := range []*Fleet{a, b, c} {
+		assert.InDelta(t, 8.0/3, f.Stats().Share, 1e-6, "two intervals after the restart, equal shares again")
+	}
+}
+
+// TestRedisPausedDoesNotBlock: a Redis that stops answering (SIGSTOP) makes
+// refreshes fail within their timeout and exact admission fall back to the
+// local limiter within its timeout; when Redis answers again, both resume.
+func TestRedisPausedDoesNotBlock(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	f, err := New(ctx, rdb, "paused", WithRate(10), WithInterval(time.Hour), WithAdmitTimeout(50*time.Millisecond))
+	require.NoError(t, err)
+	defer f.Close()
+	require.True(t, f.Stats().Exact)
+	require.NoError(t, f.admit(ctx))
+
+	srv.Pause()
+	defer srv.Resume()
+	// The attempt goes on: admit falls back instead of failing it.
+	require.NoError(t, f.admit(ctx))
+	s := f.Stats()
+	assert.False(t, s.Exact, "exact admission stops until a refresh succeeds")
+	assert.False(t, s.Connected)
+	assert.True(t, isTimeout(s.LastError), "%v", s.LastError)
+	assert.Equal(t, 10*(1-DefaultHeadroom)/1, f.limiter.Stats().Assigned.Ceiling, "the local limiter keeps to the share")
+	require.NoError(t, f.admit(ctx), "no call to Redis now")
+
+	rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	err = f.refresh(rctx)
+	assert.True(t, isTimeout(err), "%v", err)
+
+	srv.Resume()
+	require.Eventually(t, func() bool { return f.refresh(ctx) == nil }, 10*time.Second, 10*time.Millisecond)
+	assert.True(t, f.Stats().Exact)
+	assert.True(t, f.Stats().Connected)
+}
+
+// TestHostileState: values in Redis that are corrupted, or written by
+// someone hostile, never make a share negative, NaN or unbounded.
+func TestHostileState(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	f := newTestFleet(t, rdb, "hostile", clock, WithRate(5), WithMember("a"))
+	for _, bad := range []map[string]string{
+		{"cap": "nan", "level": "-5", "extra": "inf", "heldsum": "-1e300", "end": "0"},
+		{"cap": "1e308", "level": "1e308", "extra": "1e308", "heldsum": "x", "end": "garbage", "ring": "1e308,1e308 nan,nan"},
+		{"level": "1e-300", "extra": "-1", "heldsum": "1e308", "budget": "1e300", "asum": "0", "end": "1e30"},
+		{"tat": "1e30", "cap": "-3", "w": "nan", "cut": "-1"},
+	} {
+		for k, v := range bad {
+			require.NoError(t, rdb.HSet(ctx, f.keys[1], k, v).Err())
+		}
+		require.NoError(t, rdb.HSet(ctx, f.keys[0], "b", "1e308 nan -1 x", "c", "garbage", "d", "5 5 9e18 5").Err())
+		clock.Advance(time.Second)
+		attempts(f, 3, nil)
+		require.NoError(t, f.refresh(ctx))
+		s := f.Stats()
+		assert.True(t, s.Share > 0 && s.Share <= 5*(1-DefaultHeadroom), "share %v from %v", s.Share, bad)
+		assert.InDelta(t, 5*(1-DefaultHeadroom), s.Capacity, 1e-9)
+		assert.True(t, s.RetryGrant >= 0 && s.RetryGrant <= maxGrant)
+		ok, wait, err := f.reserve(ctx, time.Second)
+		require.NoError(t, err)
+		assert.True(t, ok && wait <= time.Second, "a hostile slot time is ignored: %v %v", ok, wait)
+	}
+}
+
+// TestParseLeaseRejects: a reply out of range is refused, and the Fleet
+// keeps what it had.
+func TestParseLeaseRejects(t *testing.T) {
+	f := &Fleet{cfg: defaults()}
+	f.cfg.rate = 5
+	for _, res := range [][]string{
+		{"1", "0", "1", "4.375"},
+		{"nan", "0", "1", "4.375", "1"},
+		{"-2", "0", "1", "4.375", "1"},
+		{"5", "0", "1", "4.375", "1"},
+		{"1", "-1", "1", "4.375", "1"},
+		{"1", "0", "0", "4.375", "1"},
+		{"1", "0", "1", "100", "1"},
+		{"1", "inf", "1", "4.375", "1"},
+		{"1e300", "0", "1", "1e300", "1"},
+		{"-1", "0", "1", "4.375", "1"},
+	} {
+		_, err := f.parseLease(res)
+		assert.ErrorIs(t, err, errBadReply, "%q", res)
+	}
+	l, err := f.parseLease([]string{"2", "7", "3", "4.375", "-1"})
+	require.NoError(t, err)
+	assert.Equal(t, lease{share: 2, capacity: 4.375, grant: 7, members: 3}, l)
+	f.cfg.rate = 0
+	l, err = f.parseLease([]string{"-1", "0", "1", "-1", "-1"})
+	require.NoError(t, err)
+	assert.True(t, math.IsInf(l.share, 1) && math.IsInf(l.capacity, 1))
+}
+
+// TestCommandsPerProcess: in lease mode a process makes one call to Redis
+// per interval, however many requests it sends; with exact admission, one
+// more per attempt.
+func TestCommandsPerProcess(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	lease := newTestFleet(t, rdb, "lease", clock, WithRate(1000), WithMember("a"))
+	exact := newTestFleet(t, rdb, "exact", clock, WithRate(40), WithMember("a"))
+	require.NoError(t, lease.refresh(ctx)) // loads the script
+	require.NoError(t, exact.refresh(ctx))
+	_, _, err := exact.reserve(ctx, time.Second)
+	require.NoError(t, err)
+	before := commandCalls(t, rdb, "evalsha")
+	for range 10 {
+		clock.Advance(time.Second)
+		for range 100 {
+			_, err := retry.Do(ctx, func(context.Context) (int, error) { return 1, nil }, retry.WithStrategy(lease.Strategy()))
+			require.NoError(t, err)
+		}
+		require.NoError(t, lease.refresh(ctx))
+	}
+	assert.Equal(t, int64(10), commandCalls(t, rdb, "evalsha")-before, "lease mode: one call per interval, none per request")
+
+	before = commandCalls(t, rdb, "evalsha")
+	for range 10 {
+		clock.Advance(time.Second)
+		for range 4 {
+			ok, _, err := exact.reserve(ctx, time.Second)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+		require.NoError(t, exact.refresh(ctx))
+	}
+	assert.Equal(t, int64(10+40), commandCalls(t, rdb, "evalsha")-before, "exact: one more call per attempt")
+}
+
+// isTimeout reports whether err is a timeout: go-redis reports a deadline
+// that cut a read short as the connection's i/o timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
