@@ -224,6 +224,9 @@ type RateLimiter struct {
 	// assignment ended (0: no bound).
 	assigned Assignment
 	ceiling  float64
+	// pacedBefore is whether the limiter paced before an assignment of no
+	// limit stopped it.
+	pacedBefore bool
 	// total counts every attempt and throttle since creation, and
 	// refusals every time acquire found no send slot free.
 	total    windowCount
@@ -306,8 +309,16 @@ type RateLimiterStats struct {
 type Assignment struct {
 	// Rate is the send rate assigned, in sends per second: a number above
 	// 0, or math.Inf(1) for no limit. Until Until, the limiter paces at
-	// exactly Rate, whatever it observes.
+	// exactly Rate, whatever it observes, below its minimum fill rate too.
 	Rate float64
+
+	// Burst, if above 0, is the most send tokens the bucket holds while
+	// the assignment is in force, instead of the rate's whole number
+	// (at least the minimum capacity). A coordinator that spaces the
+	// fleet's sends itself gives a process a burst of a few tokens, so
+	// that a slot its process could not use at once is not lost. Valid:
+	// 0 to 2^31-1.
+	Burst int
 
 	// Until is when the assignment ends, by the limiter's clock. If no
 	// new assignment comes by then, the limiter's own algorithm takes over
@@ -320,8 +331,8 @@ type Assignment struct {
 	// coordinator that knows the fleet's limit sets it to Rate, so that a
 	// process cut off from the coordinator never sends more than its last
 	// share: a fleet that loses its coordinator keeps to the limit instead
-	// of each process claiming all of it. It is ignored with an infinite
-	// Rate.
+	// of each process claiming all of it. It bounds the rate below the
+	// minimum fill rate too. It is ignored with an infinite Rate.
 	Ceiling float64
 }
 
@@ -424,7 +435,8 @@ func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 //
 // An assignment costs the send path nothing more than pacing does: an
 // attempt takes a token from the same token bucket, which keeps the tokens
-// it held (up to its new capacity), so an assignment starts no burst.
+// it held (up to its new capacity) if the limiter paced, and otherwise
+// starts empty: an assignment starts no burst.
 // Assign returns an
 // error wrapping ErrInvalidConfig, and changes nothing, if the rate is not
 // above 0 (NaN included), or the ceiling is negative, NaN or infinite; on
@@ -435,6 +447,8 @@ func (l *RateLimiter) Assign(a Assignment) error {
 		return configError("Assignment.Rate", a.Rate, "> 0, or math.Inf(1) for no limit")
 	case !(a.Ceiling >= 0 && a.Ceiling <= math.MaxFloat64):
 		return configError("Assignment.Ceiling", a.Ceiling, "finite and >= 0 (0: none)")
+	case a.Burst < 0 || a.Burst > maxBurst:
+		return configError("Assignment.Burst", a.Burst, fmt.Sprintf("0 to %d (0: as the rate calls for)", maxBurst))
 	}
 	if !l.valid() {
 		return nil
@@ -447,11 +461,25 @@ func (l *RateLimiter) Assign(a Assignment) error {
 	// the limiter sees it end.
 	l.fastUntil.Store(0)
 	if !math.IsInf(a.Rate, 1) {
+		if !l.enabled.Load() {
+			// The bucket's tokens were not counted at any rate while the
+			// limiter did not pace: the assignment starts it empty.
+			l.setBurst(now, 0)
+		}
 		l.enabled.Store(true)
-	} else {
-		l.ceiling = 0 // no rate to bound the algorithm by
+		l.setRate(now, a.Rate)
+		return nil
 	}
-	l.setRate(now, a.Rate)
+	// No limit: the limiter stops pacing (Acquire takes no token) until
+	// the assignment ends, and then paces again if it did before. The
+	// token bucket is left as it is: golang.org/x/time/rate's infinite
+	// limit counts tokens as NaN once it is lifted.
+	if prev := l.assigned; prev.Rate == 0 || !math.IsInf(prev.Rate, 1) {
+		l.pacedBefore = l.enabled.Load()
+	}
+	l.assigned, l.ceiling = a, 0
+	l.enabled.Store(false)
+	l.fillRate = math.Inf(1)
 	return nil
 }
 
@@ -467,7 +495,9 @@ func (l *RateLimiter) assignedRate(now time.Time) float64 {
 		return a.Rate
 	}
 	l.assigned = Assignment{}
-	if !math.IsInf(a.Rate, 1) {
+	if math.IsInf(a.Rate, 1) {
+		l.enabled.Store(l.pacedBefore)
+	} else {
 		l.restart(a.Until, a.Rate)
 		l.calculated = a.Rate
 		if l.cfg.published {
@@ -685,7 +715,9 @@ func (l *RateLimiter) foldUncounted() {
 func (l *RateLimiter) updatePublished(now time.Time, throttled bool) {
 	l.measure(now)
 	if r := l.assignedRate(now); r > 0 {
-		l.setRate(now, r)
+		if !math.IsInf(r, 1) {
+			l.setRate(now, r)
+		}
 		return
 	}
 	if throttled && l.reduces(now) {
@@ -702,7 +734,7 @@ func (l *RateLimiter) updatePublished(now time.Time, throttled bool) {
 		l.calculated = cubicRate(dt, l.lastMaxRate, l.cfg.beta, l.cfg.scaleConstant)
 	}
 	// A throttle within the cooldown leaves the calculated rate as it was.
-	l.setRate(now, l.ceiled(min(l.calculated, maxRateFactor*l.measured)))
+	l.setRate(now, min(l.calculated, maxRateFactor*l.measured))
 }
 
 // updateDefault is the default algorithm's Update. l.mu must be held.
@@ -729,7 +761,9 @@ func (l *RateLimiter) updateDefault(now time.Time, throttled bool) {
 		s.open.throttles++
 	}
 	if r := l.assignedRate(now); r > 0 {
-		l.setRate(now, r)
+		if !math.IsInf(r, 1) {
+			l.setRate(now, r)
+		}
 		return
 	}
 	l.setRate(now, l.defaultRate(now))
@@ -844,20 +878,12 @@ func (l *RateLimiter) defaultRate(now time.Time) float64 {
 		return ceiling
 	}
 	t := now.Sub(l.lastThrottle).Seconds()
-	return l.ceiled(min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling))
-}
-
-// ceiled returns r, or the ceiling of the last assignment if that is
-// lower (see Assignment.Ceiling). l.mu must be held.
-func (l *RateLimiter) ceiled(r float64) float64 {
-	if l.ceiling > 0 {
-		return min(r, l.ceiling)
-	}
-	return r
+	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling)
 }
 
 // setRate sets the fill rate and capacity the new rate calls for, within
-// their minimums. It tells the token bucket only what changed: each of its
+// their minimums; an assigned rate is kept as it is, and the ceiling of the
+// last assignment bounds the fill rate (below the minimum, too). It tells the token bucket only what changed: each of its
 // setters brings the bucket's tokens up to now, which a later call does as
 // well, so skipping one changes them by float rounding at most. The
 // published algorithm sets the fill rate at every update all the same, as
@@ -865,6 +891,17 @@ func (l *RateLimiter) ceiled(r float64) float64 {
 // in the storm simulation. l.mu must be held.
 func (l *RateLimiter) setRate(now time.Time, newRate float64) {
 	fillRate, capacity := max(newRate, l.cfg.minFillRate), max(newRate, float64(l.cfg.minCapacity))
+	switch {
+	case l.assigned.Rate > 0:
+		// An assigned rate is kept exactly, below the minimum fill rate
+		// too: the coordinator knows the fleet's limit.
+		fillRate = newRate
+		if l.assigned.Burst > 0 {
+			capacity = float64(l.assigned.Burst)
+		}
+	case l.ceiling > 0:
+		fillRate = min(fillRate, l.ceiling)
+	}
 	if fillRate != l.fillRate || l.cfg.published {
 		l.fillRate = fillRate
 		l.bucket.SetLimitAt(now, rate.Limit(fillRate))

@@ -26,6 +26,8 @@ func TestRateLimiterAssignBadInput(t *testing.T) {
 		{retry.Assignment{Rate: 1, Ceiling: -1}, "Assignment.Ceiling"},
 		{retry.Assignment{Rate: 1, Ceiling: math.NaN()}, "Assignment.Ceiling"},
 		{retry.Assignment{Rate: 1, Ceiling: math.Inf(1)}, "Assignment.Ceiling"},
+		{retry.Assignment{Rate: 1, Burst: -1}, "Assignment.Burst"},
+		{retry.Assignment{Rate: 1, Burst: math.MaxInt32 + 1}, "Assignment.Burst"},
 	} {
 		l := newTestRateLimiter(t)
 		err := l.Assign(tc.a)
@@ -219,4 +221,51 @@ func ExampleRateLimiter_Assign() {
 	// wait: 1s
 	// wait: 1.5s
 	// fill rate 2.0/s, 40 attempts counted
+}
+
+// TestRateLimiterAssignBelowMinimum: an assigned rate and a ceiling hold
+// below the minimum fill rate: a process's share of a small fleet limit
+// may be a fraction of one send a second.
+func TestRateLimiterAssignBelowMinimum(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 0.2, Until: clock.Now().Add(time.Second), Ceiling: 0.2}))
+	assert.Equal(t, 0.2, l.Stats().FillRate)
+	feed(l, clock, 100, 100*time.Millisecond, "s")
+	s := l.Stats()
+	assert.Zero(t, s.Assigned)
+	assert.Equal(t, 0.2, s.FillRate, "the ceiling, below the minimum fill rate of 0.5")
+
+	// A burst: three tokens accrue at 0.2 a second, and go at once.
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 0.2, Burst: 3, Until: clock.Now().Add(time.Hour)}))
+	assert.Equal(t, 3.0, l.Stats().Capacity)
+	clock.Advance(time.Minute)
+	for range 3 {
+		d, err := l.Acquire()
+		require.NoError(t, err)
+		require.Zero(t, d)
+	}
+	d, err := l.Acquire()
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, d)
+}
+
+// TestRateLimiterAssignUnlimitedThenRate: a rate assigned after no limit
+// paces from a sound bucket (golang.org/x/time/rate's infinite limit
+// would leave its tokens NaN).
+func TestRateLimiterAssignUnlimitedThenRate(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	require.NoError(t, l.Assign(retry.Assignment{Rate: math.Inf(1), Until: clock.Now().Add(time.Hour)}))
+	l.Update(false)
+	assert.False(t, l.Stats().Enabled, "no limit: no pacing")
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 2, Until: clock.Now().Add(time.Hour)}))
+	s := l.Stats()
+	require.False(t, math.IsNaN(s.Tokens), "tokens %v", s.Tokens)
+	clock.Advance(time.Second)
+	for i, want := range []time.Duration{0, 0, 500 * time.Millisecond} {
+		d, err := l.Acquire()
+		require.NoError(t, err)
+		assert.Equal(t, want, d, "slot %d", i)
+	}
 }

@@ -3,38 +3,48 @@ package redisretry
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/retrykit/retry"
 )
 
-// exactStrategy is a Fleet's strategy when exact admission is possible: it
-// admits each attempt in Redis, while the fleet's rate is low enough, and
-// otherwise leaves everything to the Adaptive strategy.
+// exactStrategy is a Fleet's strategy when exact admission is possible:
+// each attempt takes its token from the Adaptive strategy (backoff, retry
+// budget, and the local limiter, which keeps the process near its share),
+// and then, while exact admission is on, its slot of the fleet's rate in
+// Redis.
 type exactStrategy struct{ f *Fleet }
 
-// AcquireInitialToken admits the first attempt in Redis, if exact
-// admission is on, then takes the Adaptive strategy's token.
+// AcquireInitialToken takes the Adaptive strategy's token for the first
+// attempt, then admits the attempt in Redis.
 func (s exactStrategy) AcquireInitialToken(ctx context.Context, scope string) (retry.RetryToken, error) {
-	if err := s.f.admit(ctx); err != nil {
-		return nil, err
+	tok, err := s.f.adaptive.AcquireInitialToken(ctx, scope)
+	if err != nil {
+		return tok, err
 	}
-	return s.f.adaptive.AcquireInitialToken(ctx, scope)
+	return s.admitted(ctx, tok)
 }
 
 // RefreshRetryToken takes the Adaptive strategy's token for the next
-// attempt (its backoff and retry budget), then admits it in Redis.
+// attempt, then admits the attempt in Redis.
 func (s exactStrategy) RefreshRetryToken(ctx context.Context, token retry.RetryToken, err error) (retry.RetryToken, error) {
 	next, err := s.f.adaptive.RefreshRetryToken(ctx, token, err)
 	if err != nil {
 		return next, err
 	}
+	return s.admitted(ctx, next)
+}
+
+// admitted returns tok once its attempt is admitted; if it is not, it
+// gives back what tok took (its attempt is not made) and says why.
+func (s exactStrategy) admitted(ctx context.Context, tok retry.RetryToken) (retry.RetryToken, error) {
 	if err := s.f.admit(ctx); err != nil {
-		_ = s.f.adaptive.ReleaseToken(next) // the retry is not made: give back its budget
+		_ = s.f.adaptive.ReleaseToken(tok)
 		return nil, err
 	}
-	return next, nil
+	return tok, nil
 }
 
 // RecordSuccess records a success with the Adaptive strategy.
@@ -55,46 +65,84 @@ func (f *Fleet) admit(ctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok {
 		maxWait = min(maxWait, time.Until(dl))
 	}
-	ok, wait, err := f.reserve(ctx, maxWait)
-	switch {
-	case ctx.Err() != nil:
-		return fmt.Errorf("redisretry: waiting for a send slot: %w", ctx.Err())
-	case err != nil:
-		f.mu.Lock()
-		f.failLocked(f.clock.Now(), f.measure(f.clock.Now()), fmt.Errorf("redisretry: admitting an attempt on %q: %w", f.name, err))
-		f.mu.Unlock()
-		return nil
-	case !ok:
-		return fmt.Errorf("%w: the fleet's next send slot is %v away (redisretry.WithMaxWait %v)", retry.ErrRateLimited, wait, maxWait)
-	case wait <= 0:
-		return nil
+	start := time.Now()
+	for {
+		left := maxWait - time.Since(start)
+		res, wait, err := f.reserve(ctx, left)
+		switch {
+		case ctx.Err() != nil:
+			return fmt.Errorf("redisretry: waiting for a send slot: %w", ctx.Err())
+		case err != nil:
+			f.mu.Lock()
+			now := f.clock.Now()
+			f.failLocked(now, f.measure(now), fmt.Errorf("redisretry: admitting an attempt on %q: %w", f.name, err))
+			f.mu.Unlock()
+			return nil
+		case res == slotRefused || res == slotOverShare && wait > left:
+			return fmt.Errorf("%w: the fleet's next send slot is %v away (redisretry.WithMaxWait %v)", retry.ErrRateLimited, wait, maxWait)
+		}
+		if wait > 0 {
+			if err := sleep(ctx, wait); err != nil {
+				return fmt.Errorf("redisretry: waiting for a send slot: %w", err)
+			}
+		}
+		if res == slotReserved {
+			return nil
+		}
+		// Over its share: the process's own next slot is due now.
 	}
-	t := time.NewTimer(wait)
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("redisretry: waiting for a send slot: %w", ctx.Err())
+		return ctx.Err()
 	}
 }
 
-// reserve asks Redis for the next send slot within maxWait: ok says that
-// it was reserved, wait how far away it is.
-func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (ok bool, wait time.Duration, err error) {
+// What exact admission says of an attempt.
+const (
+	slotRefused   = 0 // no slot within the longest wait
+	slotReserved  = 1 // a slot, after the wait
+	slotOverShare = 2 // the process is over its share: ask again after the wait
+)
+
+// reserve asks Redis for the next send slot within maxWait, for this
+// process's share; it returns what Redis said and how long to wait.
+func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wait time.Duration, err error) {
+	f.mu.Lock()
+	share := f.ls.share
+	f.mu.Unlock()
+	if math.IsInf(share, 1) {
+		share = 0
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.admitTimeout)
 	defer cancel()
-	res, err := gcraScript.Run(ctx, f.rdb, f.state, max(maxWait, 0).Microseconds(), f.cfg.burst, f.scriptNow()).Slice()
+	configured := 0.0
+	if f.cfg.rate > 0 {
+		configured = f.cfg.rate * (1 - f.cfg.headroom)
+	}
+	reply, err := gcraScript.Run(ctx, f.rdb, f.slots, max(maxWait, 0).Microseconds(), f.cfg.burst, f.scriptNow(),
+		f.cfg.member, fmtFloat(share), localBurst(share), f.cfg.maxWait.Microseconds(), fmtFloat(configured)).Slice()
 	if err != nil {
-		return false, 0, err
+		return 0, 0, err
 	}
-	if len(res) != 3 {
-		return false, 0, fmt.Errorf("%w: %d values, want 3", errBadReply, len(res))
+	if len(reply) != 3 {
+		return 0, 0, fmt.Errorf("%w: %d values, want 3", errBadReply, len(reply))
 	}
-	admitted, _ := res[0].(int64)
-	w, werr := strconv.ParseFloat(fmt.Sprint(res[1]), 64)
-	if werr != nil || !(w >= 0 && w <= maxRate) || admitted == 1 && w > float64(max(maxWait, 0).Microseconds())+1 {
-		return false, 0, fmt.Errorf("%w: wait %v", errBadReply, res[1])
+	r, _ := reply[0].(int64)
+	w, werr := strconv.ParseFloat(fmt.Sprint(reply[1]), 64)
+	if werr != nil || !(w >= 0 && w <= maxRate) || r < slotRefused || r > slotOverShare ||
+		r == slotReserved && w > float64(max(maxWait, 0).Microseconds())+1 {
+		return 0, 0, fmt.Errorf("%w: %v", errBadReply, reply)
 	}
-	return admitted == 1, time.Duration(w * float64(time.Microsecond)), nil
+	if r != slotReserved {
+		f.refusals.Add(1)
+	}
+	return int(r), time.Duration(w * float64(time.Microsecond)), nil
 }

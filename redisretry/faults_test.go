@@ -58,8 +58,10 @@ func TestRedisDownKeepsShares(t *testing.T) {
 	assert.Len(t, errs, 10, "the error handler hears of every failure")
 	assert.Equal(t, 4.0, a.limiter.Stats().FillRate, "the local algorithm holds the share while nothing is throttled")
 
-	// Back, empty. A newcomer asks for everything: it gets only what the
-	// two members do not hold.
+	// Back, empty. A newcomer that asks for everything comes first: it
+	// gets it all, and the members coming back get nothing more until it
+	// makes room for them at its next refresh. The shares never add up to
+	// more than the capacity.
 	srv.Restart()
 	// go-redis's pool waits a moment before it dials again after failures.
 	require.Eventually(t, func() bool { return rdb.Ping(ctx).Err() == nil }, 10*time.Second, 10*time.Millisecond)
@@ -139,9 +141,9 @@ func TestHostileState(t *testing.T) {
 		assert.True(t, s.Share > 0 && s.Share <= 5*(1-DefaultHeadroom), "share %v from %v", s.Share, bad)
 		assert.InDelta(t, 5*(1-DefaultHeadroom), s.Capacity, 1e-9)
 		assert.True(t, s.RetryGrant >= 0 && s.RetryGrant <= maxGrant)
-		ok, wait, err := f.reserve(ctx, time.Second)
+		res, wait, err := f.reserve(ctx, time.Second)
 		require.NoError(t, err)
-		assert.True(t, ok && wait <= time.Second, "a hostile slot time is ignored: %v %v", ok, wait)
+		assert.True(t, res == slotReserved && wait <= time.Second, "a hostile slot time is ignored: %v %v", res, wait)
 	}
 }
 
@@ -203,9 +205,9 @@ func TestCommandsPerProcess(t *testing.T) {
 	for range 10 {
 		clock.Advance(time.Second)
 		for range 4 {
-			ok, _, err := exact.reserve(ctx, time.Second)
+			res, _, err := exact.reserve(ctx, time.Second)
 			require.NoError(t, err)
-			require.True(t, ok)
+			require.Equal(t, slotReserved, res)
 		}
 		require.NoError(t, exact.refresh(ctx))
 	}

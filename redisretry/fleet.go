@@ -42,12 +42,18 @@
 //
 // With WithRate the rate is configured, less a headroom (WithHeadroom,
 // 12.5%) for the variation of network latency. Without it the fleet learns
-// it: from the throttles of every process pooled, once per interval, it
-// cuts the rate to what the service accepted when significantly more than
-// 2% of the fleet's attempts were throttled, and otherwise, while the
-// fleet wants more, grows it along the curve w(1 + 0.003 t³), as the
-// local adaptive algorithm does. Before the first throttle the rate is
-// unlimited.
+// it from the throttles of every process, pooled once an interval. Before
+// the first throttle the rate is unlimited. When significantly more than
+// 2% of the fleet's attempts of the last five intervals (at least 20 of
+// them) were throttled, the fleet takes the rate the service accepted as
+// its estimate w of the service's rate (after the first time, at least 80%
+// of the rate in use), restarts at 90% of w, and grows along a cubic
+// curve centred on w, as TCP CUBIC does: back to w in about 6 s, slowly
+// near it, then faster beyond it, to find a rate that has risen
+// (w(1 + 0.0004(t-6.3)³), t seconds after the cut). It cuts at most once
+// in three intervals plus, with exact admission, the maximum wait: the
+// counts just after a cut still hold attempts sent before it. The learned
+// rate never falls below 0.1 a second.
 //
 // # The retry budget
 //
@@ -109,11 +115,27 @@ var (
 	gcraScript    = redis.NewScript(gcraSource)
 )
 
+// How a process says what it wants: its demand (attempts sent and held
+// back, a second) smoothed with this weight on the newest interval (about
+// five intervals), and asked for with this margin.
+const (
+	wantSmoothing = 0.2
+	wantMargin    = 0.1
+)
+
+// localBurst is the burst of a process's share, locally and in Redis: the
+// share's whole number, and at least two.
+func localBurst(share float64) int { return int(max(2, min(share, 1<<30))) }
+
 // The learning algorithm's constants (see the package documentation).
 const (
-	learnBeta      = 0.5   // one cut never goes below half the rate in use
-	learnGrowth    = 0.003 // the growth curve's constant, per second cubed
-	learnTolerance = 0.02  // the throttled share taken for noise
+	learnBeta        = 0.8    // a cut keeps at least 80% of the rate in use
+	learnStart       = 0.9    // after a cut the capacity restarts at 90% of the estimate
+	learnGrowth      = 0.0001 // the growth curve's constant, per second cubed
+	learnTolerance   = 0.02   // the throttled share taken for noise
+	learnMinRate     = 0.1    // the least fleet rate learned, a second
+	learnEpochs      = 5      // the intervals of counts a cut is decided on
+	learnMinAttempts = 20     // the least attempts a cut is decided on
 )
 
 // A Fleet is this process's membership in one limit that a fleet of
@@ -126,8 +148,8 @@ type Fleet struct {
 	rdb   redis.UniversalClient
 	cfg   config
 	name  string
-	keys  []string // the members hash, the state hash
-	state []string // the state hash alone, for exact admission
+	keys  []string // the members hash, the state hash, the slots hash
+	slots []string // the state and slots hashes, for exact admission
 	clock retry.Clock
 	// redisNow, when set (by the simulation), gives the scripts the time
 	// instead of Redis's clock.
@@ -139,8 +161,10 @@ type Fleet struct {
 	strategy retry.RetryStrategy
 
 	// exact says that attempts are admitted in Redis now: the fleet's rate
-	// is known, at most WithExactBelow, and Redis answers.
-	exact atomic.Bool
+	// is known, at most WithExactBelow, and Redis answers. refusals counts
+	// the attempts it refused.
+	exact    atomic.Bool
+	refusals atomic.Int64
 
 	mu sync.Mutex
 	ls leaseState
@@ -160,9 +184,11 @@ type leaseState struct {
 	connected bool      // the last call to Redis succeeded
 	down      bool      // the fallback was applied since the last success
 
-	// The counts reported so far, and when.
+	// The counts reported so far, and when, and the smoothed demand.
 	at                            time.Time
 	attempts, throttles, refusals int64
+	exactRefusals                 int64
+	demand                        float64
 	fallbackAttempts              int64 // attempts counted into the local budget since Redis failed
 
 	refreshes, failures int64
@@ -236,8 +262,8 @@ func newFleet(rdb redis.UniversalClient, name string, opts []Option) (*Fleet, er
 	tag := cfg.prefix + "{" + name + "}:"
 	f := &Fleet{
 		rdb: rdb, cfg: cfg, name: name,
-		keys:  []string{tag + "members", tag + "state"},
-		state: []string{tag + "state"},
+		keys:  []string{tag + "members", tag + "state", tag + "slots"},
+		slots: []string{tag + "state", tag + "slots"},
 		clock: cfg.clock,
 	}
 	// The local parts read the Fleet's clock if one was given, and
@@ -278,6 +304,24 @@ func newFleet(rdb redis.UniversalClient, name string, opts []Option) (*Fleet, er
 	}
 	return f, nil
 }
+
+// cooldown is the least time between two cuts of a learned capacity:
+// three intervals (the cut reaches every member within one, their reports
+// of attempts made after it within two, and the counts of a whole
+// interval after that within three), and under exact admission the
+// longest wait for a slot reserved before the cut.
+func (f *Fleet) cooldown() time.Duration {
+	d := 3 * f.cfg.interval
+	if f.cfg.exactBelow > 0 {
+		d += f.cfg.maxWait
+	}
+	return d
+}
+
+// maxDivide is the largest fleet whose capacity is divided again as soon
+// as a member joins (each division sorts the members' wants); a larger one
+// divides once an interval.
+const maxDivide = 1000
 
 // maxGrant bounds the retries one refresh may grant.
 const maxGrant = 1 << 30
@@ -321,7 +365,10 @@ func (f *Fleet) Close() error {
 		f.exact.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), f.cfg.interval)
 		defer cancel()
-		if e := f.rdb.HDel(ctx, f.keys[0], f.cfg.member).Err(); e != nil {
+		pipe := f.rdb.TxPipeline()
+		pipe.HDel(ctx, f.keys[0], f.cfg.member)
+		pipe.HDel(ctx, f.keys[2], f.cfg.member)
+		if _, e := pipe.Exec(ctx); e != nil {
 			err = fmt.Errorf("redisretry: leaving the fleet: %w", e)
 		}
 	})
@@ -370,8 +417,9 @@ func (f *Fleet) refreshWithin(ctx context.Context) {
 
 // A report is what a refresh tells the fleet.
 type report struct {
-	want, held                   float64
+	demand, want, held           float64
 	attempts, throttles, retries int64
+	exactRefusals                int64
 	limiter                      retry.RateLimiterStats
 	spent                        int
 	at                           time.Time
@@ -381,7 +429,7 @@ type report struct {
 // f.mu must be held.
 func (f *Fleet) measure(now time.Time) report {
 	s := f.limiter.Stats()
-	r := report{limiter: s, at: now}
+	r := report{limiter: s, at: now, exactRefusals: f.refusals.Load()}
 	r.attempts = max(s.Attempts-f.ls.attempts, 0)
 	r.throttles = max(s.Throttles-f.ls.throttles, 0)
 	refusals := max(s.Refusals-f.ls.refusals, 0)
@@ -395,8 +443,30 @@ func (f *Fleet) measure(now time.Time) report {
 		dt = max(now.Sub(f.ls.at).Seconds(), dt/2)
 	}
 	// What the process would send unrestricted: what it sent, and what
-	// its limiter held back.
-	r.want = float64(r.attempts+refusals) / dt
+	// its limiter (or exact admission) held back, smoothed over the last
+	// few intervals, and asked for with a margin, so that a process that
+	// sends at random times is not held at exactly its mean rate.
+	refusals += max(f.refusals.Load()-f.ls.exactRefusals, 0)
+	demand := float64(r.attempts+refusals) / dt
+	r.demand = demand
+	if !f.ls.at.IsZero() {
+		r.demand = wantSmoothing*demand + (1-wantSmoothing)*f.ls.demand
+	}
+	r.want = r.demand * (1 + wantMargin)
+	switch share := f.ls.share; {
+	case share == 0:
+		// No lease yet: nothing measured says what the process will
+		// send. It asks for as much as any member gets.
+		r.want = maxRate
+	case refusals > 0 && !math.IsInf(share, 1):
+		// Held back: it wants more than it has, whatever the noise in
+		// the estimate, and so gets as much as any member that wants
+		// more; and at least what it asked for in this interval, so
+		// that a process that starts sending after a quiet time is not
+		// held to the share of its quiet time while the smoothed demand
+		// catches up.
+		r.want = max(r.want, 2*share, demand*(1+wantMargin))
+	}
 	if f.ls.share > 0 && !math.IsInf(f.ls.share, 1) {
 		r.held = f.ls.share
 	}
@@ -420,6 +490,8 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		f.cfg.interval.Microseconds(), f.cfg.lease.Microseconds(), fmtFloat(capacity),
 		fmtFloat(f.cfg.ratio), fmtFloat(f.cfg.floor), f.cfg.window.Microseconds(),
 		fmtFloat(learnBeta), fmtFloat(learnGrowth), fmtFloat(learnTolerance), f.scriptNow(),
+		fmtFloat(learnStart), f.cooldown().Microseconds(), fmtFloat(learnMinRate), learnEpochs,
+		learnMinAttempts, maxDivide,
 	}
 	res, err := refreshScript.Run(ctx, f.rdb, f.keys, args...).StringSlice()
 	var l lease
@@ -435,15 +507,25 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		return err
 	}
 	f.ls.at, f.ls.attempts, f.ls.throttles, f.ls.refusals = now, r.limiter.Attempts, r.limiter.Throttles, r.limiter.Refusals
+	f.ls.exactRefusals, f.ls.demand = r.exactRefusals, r.demand
 	f.ls.fallbackAttempts = r.limiter.Attempts
 	f.ls.share, f.ls.capacity, f.ls.members = l.share, l.capacity, l.members
 	f.ls.until = now.Add(f.cfg.lease)
 	f.ls.connected, f.ls.down, f.ls.lastErr = true, false, nil
 	exact := f.cfg.exactBelow > 0 && !math.IsInf(l.capacity, 1) && l.capacity <= f.cfg.exactBelow
+	// The local limiter keeps the process to its share, with a burst of
+	// at least two: a slot of a small share that comes while the process
+	// has nothing to send is kept for a while, not lost (the bursts of
+	// independent processes seldom meet). Under exact admission Redis
+	// keeps the process to its share and spaces the fleet's sends: the
+	// local limiter does not pace until Redis fails.
 	a := retry.Assignment{Rate: l.share, Until: f.ls.until}
 	if exact {
-		a.Rate = math.Inf(1) // Redis spaces the sends
-	} else if f.cfg.rate > 0 {
+		a.Rate = math.Inf(1)
+	} else if !math.IsInf(l.share, 1) {
+		a.Burst = localBurst(l.share)
+	}
+	if f.cfg.rate > 0 {
 		a.Ceiling = l.share
 	}
 	if err := f.limiter.Assign(a); err != nil {
@@ -484,7 +566,7 @@ func (f *Fleet) failLocked(now time.Time, r report, err error) {
 		}
 		share, until = f.cfg.rate*(1-f.cfg.headroom), now
 	}
-	a := retry.Assignment{Rate: share, Until: until}
+	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share)}
 	if f.cfg.rate > 0 {
 		a.Ceiling = share
 	}

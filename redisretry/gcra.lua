@@ -1,15 +1,28 @@
 -- redisretry's exact admission: one call per attempt (see exact.go). The
 -- generic cell rate algorithm, as a reservation: each admitted attempt
--- gets the next send slot of the fleet's rate, and waits for it.
+-- gets the next send slot of the fleet's rate, and waits for it; and each
+-- member gets slots at no more than its share, so that the slots go round
+-- the fleet fairly, whoever asks first.
 --
--- KEYS[1]  the state hash: reads its capacity ("cap"), keeps the
---          theoretical arrival time of the next slot ("tat")
+-- KEYS[1]  the state hash: reads the fleet's capacity ("cap"), keeps the
+--          theoretical arrival time of the fleet's next slot ("tat")
+-- KEYS[2]  the slots hash: member id -> the theoretical arrival time of
+--          the member's next slot
 -- ARGV[1]  the longest wait to accept, microseconds
--- ARGV[2]  burst: how many slots may be taken at once after a pause
+-- ARGV[2]  burst: how many of the fleet's slots may be taken at once
 -- ARGV[3]  now in microseconds, or "" to read Redis's clock
+-- ARGV[4]  member id, ARGV[5] its share (sends per second; 0: none),
+-- ARGV[6]  its burst
+-- ARGV[7]  the longest wait any member accepts, microseconds: no slot time
+--          stored is further ahead than that (with the bursts)
+-- ARGV[8]  the configured capacity (sends per second), used when the state
+--          holds none (Redis restarted empty); 0 when the capacity is
+--          learned
 --
--- Returns {admitted (1 or 0), wait in microseconds, capacity}; capacity
--- -1 (no rate known yet) admits without a wait.
+-- Returns {admitted, wait in microseconds, capacity}: admitted 1, the
+-- attempt goes after the wait; 0, it may not go within the longest wait;
+-- 2, the member is over its share and may ask again after the wait.
+-- Capacity -1 (no rate known yet) admits without a wait.
 
 local function num(v, lo, hi)
   local n = tonumber(v)
@@ -19,22 +32,48 @@ end
 
 local maxwait = num(ARGV[1], 0, 1e15)
 local burst = num(ARGV[2], 1, 1e9)
-if maxwait == nil or burst == nil then error('redisretry: gcra arguments out of range') end
+local share = num(ARGV[5], 0, 1e15)
+local mburst = num(ARGV[6], 1, 1e9)
+local horizon = num(ARGV[7], 0, 1e15)
+local configured = num(ARGV[8], 0, 1e15)
+if maxwait == nil or burst == nil or share == nil or mburst == nil or horizon == nil or configured == nil then
+  error('redisretry: gcra arguments out of range')
+end
 local now = num(ARGV[3], 0, 1e18)
 if now == nil then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
+local fmt = '%.17g'
 
 local f = redis.call('HMGET', KEYS[1], 'cap', 'tat')
 local cap = num(f[1], -1, 1e15)
-if cap == nil or cap <= 0 then return {1, '0', '-1'} end
+if configured > 0 then cap = configured end
+
+-- The member's own slots: a token bucket of its share, checked first and
+-- taken only with a slot of the fleet's.
+local mtat
+if share > 0 then
+  local mstep = 1e6 / share
+  -- A slot time missing, in the past or too far ahead starts from now.
+  mtat = num(redis.call('HGET', KEYS[2], ARGV[4]), now, now + (mburst + 1) * mstep) or now
+  local due = mtat - (mburst - 1) * mstep
+  if due > now then return {2, string.format(fmt, due - now), string.format(fmt, cap)} end
+  mtat = math.max(mtat, now) + mstep
+end
+
+if cap == nil or cap <= 0 then
+  -- No rate known yet: the member's share alone bounds it.
+  if mtat then redis.call('HSET', KEYS[2], ARGV[4], string.format(fmt, mtat)) end
+  return {1, '0', '-1'}
+end
 local step = 1e6 / cap
 -- A slot time in the past, missing, or further ahead than any wait could
 -- have put it, starts from now.
-local tat = num(f[2], now, now + maxwait + burst * step + 1e6) or now
+local tat = num(f[2], now, now + horizon + burst * step + 1e6) or now
 local send = math.max(now, tat - (burst - 1) * step)
 local wait = send - now
-if wait > maxwait then return {0, string.format('%.17g', wait), string.format('%.17g', cap)} end
-redis.call('HSET', KEYS[1], 'tat', string.format('%.17g', tat + step))
-return {1, string.format('%.17g', wait), string.format('%.17g', cap)}
+if wait > maxwait then return {0, string.format(fmt, wait), string.format(fmt, cap)} end
+redis.call('HSET', KEYS[1], 'tat', string.format(fmt, tat + step))
+if mtat then redis.call('HSET', KEYS[2], ARGV[4], string.format(fmt, mtat)) end
+return {1, string.format(fmt, wait), string.format(fmt, cap)}

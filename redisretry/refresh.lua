@@ -2,17 +2,23 @@
 --
 -- KEYS[1]  the members hash: member id -> "want held expiry requests"
 -- KEYS[2]  the state hash (see the fields read below)
+-- KEYS[3]  the slots hash of exact admission (see gcra.lua)
 -- ARGV[1]  member id
 -- ARGV[2]  want: the sends per second the member would make, unrestricted
--- ARGV[3]  held: the share the member holds now (0: none)
+-- ARGV[3]  held: the share the member holds now (0: none), for the record
 -- ARGV[4]  attempts, ARGV[5] throttles, ARGV[6] retries: counts since the
 --          member's last call
 -- ARGV[7]  interval, ARGV[8] lease: microseconds
 -- ARGV[9]  configured capacity in sends per second, 0 to learn it
 -- ARGV[10] retry ratio, ARGV[11] retry floor (retries per second),
 -- ARGV[12] retry window (microseconds)
--- ARGV[13] learning: beta, ARGV[14] growth constant, ARGV[15] tolerance
+-- ARGV[13] learning: beta, ARGV[14] growth, ARGV[15] tolerance
 -- ARGV[16] now in microseconds, or "" to read Redis's clock
+-- ARGV[17] learning: start, ARGV[18] cooldown (microseconds),
+-- ARGV[19] the least capacity learned (sends per second), ARGV[20] how
+-- many epochs of counts a cut is decided on, ARGV[21] the least attempts
+-- it is decided on, ARGV[22] the largest fleet divided again when a
+-- member joins
 --
 -- Returns {share, grant, members, capacity, level}, numbers as strings
 -- (share and capacity -1: no limit).
@@ -36,12 +42,15 @@ end
 local members, statekey = KEYS[1], KEYS[2]
 local id = ARGV[1]
 local want = arg(2, 0, BIG)
-local held = arg(3, 0, BIG)
+local _ = arg(3, 0, BIG)
 local attempts, throttles, retries = arg(4, 0, BIG), arg(5, 0, BIG), arg(6, 0, BIG)
 local interval, lease = arg(7, 1000, BIG), arg(8, 1000, BIG)
 local configured = arg(9, 0, BIG)
 local ratio, floor, window = arg(10, 0, BIG), arg(11, 0, BIG), arg(12, 0, BIG)
 local beta, growth, tolerance = arg(13, 0, 1), arg(14, 0, BIG), arg(15, 0, 1)
+local start, cooldown, minrate = arg(17, 0, 1), arg(18, 0, BIG), arg(19, 0, BIG)
+local epochs, minattempts = arg(20, 1, 1000), arg(21, 0, BIG)
+local maxdivide = arg(22, 0, BIG)
 local now = num(ARGV[16], 0, 1e18)
 if now == nil then
   local t = redis.call('TIME')
@@ -49,7 +58,7 @@ if now == nil then
 end
 
 local f = redis.call('HMGET', statekey, 'end', 'start', 'cap', 'cut', 'w', 'level', 'extra',
-  'heldsum', 'a', 't', 'x', 'ring', 'budget', 'asum')
+  'heldsum', 'a', 't', 'x', 'ring', 'budget', 'asum', 'ev')
 local epochEnd = num(f[1], 0, 1e18)
 local epochStart = num(f[2], 0, 1e18) or now
 local cap = num(f[3], -1, BIG) or -1 -- -1: no limit learned yet
@@ -62,28 +71,34 @@ local ea, et, ex = num(f[9], 0, BIG) or 0, num(f[10], 0, BIG) or 0, num(f[11], 0
 local ring = f[12] or ''
 local budget = num(f[13], 0, BIG) or 0
 local asum = num(f[14], 0, BIG) or 0
+local ev = f[15] or ''
+local evs
 
 if configured > 0 then cap = configured end
 
 -- This call's counts join the epoch's.
 ea, et, ex = ea + attempts, et + throttles, ex + retries
 
--- The member's record; a member that is new, or whose record expired or
--- was lost, counts with what it says it holds (after a restart of Redis,
--- the shares are rebuilt from what the members hold, without a burst).
+-- The member's record. A member without one (new, or its record expired
+-- or was lost, as when Redis restarted empty) holds nothing as far as the
+-- fleet knows: it gets a share only from what the others leave, so that
+-- the shares are rebuilt without a burst. (held, what it says it holds,
+-- is not trusted: a member that cannot reach Redis keeps it only until
+-- its lease ends.)
 local rec = redis.call('HGET', members, id)
-local oldheld, known = held, false
+local oldheld = 0
 if rec then
   local rw, rh, re, ra = string.match(rec, '^(%S+) (%S+) (%S+) (%S+)$')
-  rh = num(rh, 0, BIG)
-  if rh ~= nil then oldheld, known = rh, true end
+  oldheld = num(rh, 0, BIG) or 0
 end
-if not known then heldsum = heldsum + held end
 
--- At the end of an epoch: drop the members whose lease ended, learn the
+-- At the end of an epoch, drop the members whose lease ended, learn the
 -- capacity, divide it max-min fairly by wants, and work out the retry
--- budget.
-if epochEnd == nil or now >= epochEnd then
+-- budget. When a member joins a fleet of at most maxdivide members, divide
+-- the capacity again at once, so that the others make room for it at
+-- their next call.
+local ended = epochEnd == nil or now >= epochEnd
+if ended or not rec and redis.call('HLEN', members) < maxdivide then
   local dur = math.max(now - epochStart, interval / 2) / 1e6
   local all = redis.call('HGETALL', members)
   local wants, n = {}, 0
@@ -95,6 +110,7 @@ if epochEnd == nil or now >= epochEnd then
       -- counted below, with this call's values
     elseif rw == nil or rh == nil or re == nil or ra == nil or re <= now then
       redis.call('HDEL', members, all[i])
+      redis.call('HDEL', KEYS[3], all[i])
     else
       n = n + 1
       wants[n] = rw
@@ -104,26 +120,56 @@ if epochEnd == nil or now >= epochEnd then
   end
   n = n + 1
   wants[n] = want
-  heldsum = heldsum + held
-  oldheld = held
+  heldsum = heldsum + oldheld
   asum = asum + attempts
 
-  -- Learn the capacity from the fleet's counts: cut to the rate the
-  -- service accepted when significantly more than the tolerated share was
-  -- throttled; otherwise, while the fleet wants more, grow from the last
-  -- cut along w*(1 + growth*t^3).
+  if ended then
+  -- Learn the capacity from the fleet's counts, kept for the last few
+  -- epochs since the last cut: the evidence. When it holds enough
+  -- attempts and significantly more than the tolerated share of them were
+  -- throttled, and the cooldown since the last cut is over (the counts
+  -- just after a cut still hold attempts sent before it: each member
+  -- learns of the cut and reports once an interval, and attempts admitted
+  -- in Redis keep the slots they reserved), the fleet cuts: w, its
+  -- estimate of the service's rate, becomes the rate the service accepted
+  -- (after the first cut, at least beta times the rate in use), and the
+  -- capacity restarts at start*w. It then grows along a cubic curve
+  -- centred on w, as TCP CUBIC's: quickly back towards w, slowly near it,
+  -- then faster beyond it, to find a rate that has risen:
+  -- w*(1 + growth*(t - k)^3), with k = cbrt((1 - start)/growth). Never
+  -- beyond twice what the fleet sent.
   if configured == 0 then
     local sent = ea / dur
-    local p = tolerance * ea
-    if et > 0 and et > p + 2 * math.sqrt(p) then
-      local base = sent
-      if cap >= 0 then base = math.min(cap, sent) end
-      cap = math.max(base * (1 - (et / ea - tolerance)), beta * base, 1e-6)
-      w, cut = cap, now
-    elseif cap >= 0 then
-      local t = (now - cut) / 1e6
-      cap = math.min(w * (1 + growth * t * t * t), math.max(cap, 2 * sent), BIG)
+    local sa, st, sd = ea, et, dur
+    evs = {}
+    for a, t, d in string.gmatch(ev, '(%S+),(%S+),(%S+)') do
+      a, t, d = num(a, 0, BIG), num(t, 0, BIG), num(d, 0, BIG)
+      if a ~= nil and t ~= nil and d ~= nil and t <= a then
+        table.insert(evs, {a, t, d})
+      end
     end
+    while #evs >= epochs do table.remove(evs, 1) end
+    for _, e in ipairs(evs) do sa, st, sd = sa + e[1], st + e[2], sd + e[3] end
+    table.insert(evs, {ea, et, dur})
+    local p = tolerance * sa
+    if et > 0 and sa >= minattempts and st > p + 2 * math.sqrt(p) and (cap < 0 or now >= cut + cooldown) then
+      local accepted = (sa - st) / sd
+      if cap >= 0 then accepted = math.max(accepted, beta * math.min(cap, sent)) end
+      w = math.max(accepted, minrate)
+      cap = math.max(start * w, minrate)
+      cut, evs = now, {}
+    elseif cap >= 0 then
+      local k = (((1 - start) / growth) ^ (1 / 3))
+      local t = (now - cut) / 1e6 - k
+      cap = math.min(math.max(w * (1 + growth * t * t * t), minrate), math.max(cap, 2 * sent), BIG)
+    end
+  end
+
+  if configured == 0 then
+    local parts = {}
+    for i, e in ipairs(evs or {}) do parts[i] = string.format('%.17g,%.17g,%.17g', e[1], e[2], e[3]) end
+    ev = table.concat(parts, ' ')
+  end
   end
 
   -- Max-min fair division (water-filling): level is the most any member
@@ -145,6 +191,7 @@ if epochEnd == nil or now >= epochEnd then
     if level < 0 then extra = left / n end
   end
 
+  if ended then
   -- The retry budget: retries may be ratio of the fleet's first attempts
   -- over the window, plus floor a second.
   local slots = math.max(1, math.ceil(window / interval))
@@ -168,18 +215,25 @@ if epochEnd == nil or now >= epochEnd then
 
   epochStart, epochEnd = now, now + interval
   ea, et, ex = 0, 0, 0
+  end
 end
 
 -- This member's share: its fair share, but never more than the others
--- leave, so that the shares held never add up to more than the capacity
+-- leave, so that the shares held add up to no more than the capacity
 -- while they change hands (but for a millionth of the capacity, the least
--- share a member gets, so that a newcomer can start).
+-- share a member gets, so that a newcomer can start, and but for a cut of
+-- the capacity, which the members follow as they refresh).
+-- A member whose share shrinks (the capacity was cut, others want more)
+-- gets its new share at once; one whose share grows gets only what is free.
 local share = -1
 if cap >= 0 then
   local target = want + extra
   if level >= 0 then target = math.min(want, level) + extra end
-  local others = math.max(heldsum - oldheld, 0)
-  share = math.max(math.min(target, cap - others), cap / 1e6)
+  if target > oldheld then
+    local others = math.max(heldsum - oldheld, 0)
+    target = math.max(oldheld, math.min(target, cap - others))
+  end
+  share = math.max(math.min(target, cap), cap / 1e6)
 end
 local nowheld = math.max(share, 0)
 heldsum = math.max(heldsum - oldheld + nowheld, 0)
@@ -196,11 +250,12 @@ redis.call('HSET', statekey, 'end', string.format('%.17g', epochEnd), 'start', s
   'level', string.format('%.17g', level), 'extra', string.format('%.17g', extra),
   'heldsum', string.format('%.17g', heldsum), 'a', string.format('%.17g', ea), 't', string.format('%.17g', et),
   'x', string.format('%.17g', ex), 'ring', ring, 'budget', string.format('%.17g', budget),
-  'asum', string.format('%.17g', asum))
+  'asum', string.format('%.17g', asum), 'ev', ev)
 -- A fleet that stops calling leaves nothing behind.
 local ttl = math.ceil(math.max(lease, window) * 4 / 1000)
 redis.call('PEXPIRE', members, ttl)
 redis.call('PEXPIRE', statekey, ttl)
+redis.call('PEXPIRE', KEYS[3], ttl)
 
 return {string.format('%.17g', share), string.format('%.17g', grant), tostring(count),
   string.format('%.17g', cap), string.format('%.17g', level)}
