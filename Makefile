@@ -2,7 +2,7 @@
 # race detector, as CI runs it. The core and each integration are modules
 # of their own, so that the core keeps its two dependencies; bench/ (the
 # peer benchmarks) is vetted and built by .ci/run.
-MODULES := . awsretry grpcretry otelretry
+MODULES := . awsretry grpcretry otelretry redisretry
 
 .PHONY: test demo modules
 

@@ -35,8 +35,9 @@
 // While the fleet's rate is at most WithExactBelow (50 a second by
 // default), every attempt is admitted in Redis instead: one round trip
 // (a fraction of a millisecond on a local network, against 20 ms or more
-// between sends) reserves the next slot of the fleet's rate, so the
-// fleet's sends are spaced as one client's would be.
+// between sends) reserves the next slot of the fleet's rate, within the
+// process's own share, so the fleet's sends are spaced as one client's
+// would be and the slots go round the fleet fairly.
 //
 // # Knowing the limit
 //
@@ -72,17 +73,18 @@
 // takes over from that share, never above it when the rate was configured.
 // A fleet that loses Redis keeps to the limit; it does not fall back to
 // each process claiming the whole limit. Exact admission that fails falls
-// back the same way, at once. When Redis restarts empty, the processes
-// report the shares they hold, and the shares are rebuilt from those,
-// without a burst. Time comes from Redis's clock, never from the
-// processes'; every value read back is checked, so a corrupted or hostile
-// value cannot make a share negative, NaN or unbounded.
+// back the same way, at once. A member that Redis does not know (new, or
+// coming back after Redis restarted empty) gets only what the others
+// leave, so the shares are rebuilt without a burst. Time comes from
+// Redis's clock, never from the processes'; every value read back is
+// checked, so a corrupted or hostile value cannot make a share negative,
+// NaN or unbounded.
 //
 // # Keys
 //
-// A limit named name keeps two keys, prefix+"{"+name+"}:members" and
-// prefix+"{"+name+"}:state" (WithPrefix; "retrykit:" by default): the hash
-// tag puts both in one slot of a Redis Cluster, and different limits in
+// A limit named name keeps three keys, prefix+"{"+name+"}:members",
+// ":state" and ":slots" (WithPrefix; "retrykit:" by default): the hash tag
+// puts them in one slot of a Redis Cluster, and different limits in
 // different slots. The keys expire when no process calls for four leases.
 // Each script is sent to Redis once and then called by its SHA1.
 package redisretry
