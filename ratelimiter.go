@@ -320,6 +320,14 @@ type Assignment struct {
 	// 0 to 2^31-1.
 	Burst int
 
+	// Phase, in [0, 1), is the part of a send token the bucket holds when
+	// the assignment starts the limiter pacing (when it paced before, the
+	// bucket keeps what it held). Processes that start pacing at the same
+	// rate at the same moment would otherwise send in step, one token
+	// period apart, for as long as their rates stay the same; a
+	// coordinator gives each a different phase.
+	Phase float64
+
 	// Until is when the assignment ends, by the limiter's clock. If no
 	// new assignment comes by then, the limiter's own algorithm takes over
 	// as if it had cut the rate to Rate at Until (with an infinite Rate,
@@ -447,6 +455,8 @@ func (l *RateLimiter) Assign(a Assignment) error {
 		return configError("Assignment.Rate", a.Rate, "> 0, or math.Inf(1) for no limit")
 	case !(a.Ceiling >= 0 && a.Ceiling <= math.MaxFloat64):
 		return configError("Assignment.Ceiling", a.Ceiling, "finite and >= 0 (0: none)")
+	case !(a.Phase >= 0 && a.Phase < 1):
+		return configError("Assignment.Phase", a.Phase, "in [0, 1)")
 	case a.Burst < 0 || a.Burst > maxBurst:
 		return configError("Assignment.Burst", a.Burst, fmt.Sprintf("0 to %d (0: as the rate calls for)", maxBurst))
 	}
@@ -461,13 +471,21 @@ func (l *RateLimiter) Assign(a Assignment) error {
 	// the limiter sees it end.
 	l.fastUntil.Store(0)
 	if !math.IsInf(a.Rate, 1) {
-		if !l.enabled.Load() {
+		started := !l.enabled.Load()
+		if started {
 			// The bucket's tokens were not counted at any rate while the
 			// limiter did not pace: the assignment starts it empty.
 			l.setBurst(now, 0)
 		}
 		l.enabled.Store(true)
 		l.setRate(now, a.Rate)
+		if started && a.Phase > 0 {
+			// The phase: as if the last token had gone a part of a token
+			// period ago. (The bucket counts from its last update, which
+			// this moves back; it holds the part at now.)
+			ago := time.Duration(a.Phase / a.Rate * float64(time.Second))
+			l.bucket.SetLimitAt(now.Add(-ago), rate.Limit(l.fillRate))
+		}
 		return nil
 	}
 	// No limit: the limiter stops pacing (Acquire takes no token) until

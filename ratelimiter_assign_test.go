@@ -269,3 +269,30 @@ func TestRateLimiterAssignUnlimitedThenRate(t *testing.T) {
 		assert.Equal(t, want, d, "slot %d", i)
 	}
 }
+
+// TestRateLimiterAssignPhase: an assignment that starts the limiter pacing
+// starts the bucket with the phase given; one to a limiter that paces
+// already keeps its tokens.
+func TestRateLimiterAssignPhase(t *testing.T) {
+	clock := newManualClock()
+	first := func(phase float64) time.Duration {
+		l := newTestRateLimiter(t, retry.WithClock(clock))
+		require.NoError(t, l.Assign(retry.Assignment{Rate: 2, Phase: phase, Until: clock.Now().Add(time.Hour)}))
+		assert.InDelta(t, phase, l.Stats().Tokens, 1e-9)
+		d, err := l.Acquire()
+		require.NoError(t, err)
+		return d
+	}
+	assert.Equal(t, 500*time.Millisecond, first(0))
+	assert.InDelta(t, 250*time.Millisecond, first(0.5), float64(time.Microsecond))
+	assert.InDelta(t, 50*time.Millisecond, first(0.9), float64(time.Microsecond))
+
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 2, Until: clock.Now().Add(time.Hour)}))
+	clock.Advance(300 * time.Millisecond)
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 2, Phase: 0.9, Until: clock.Now().Add(time.Hour)}))
+	assert.InDelta(t, 0.6, l.Stats().Tokens, 1e-9, "a limiter that paces keeps its tokens")
+	require.ErrorIs(t, l.Assign(retry.Assignment{Rate: 2, Phase: 1}), retry.ErrInvalidConfig)
+	require.ErrorIs(t, l.Assign(retry.Assignment{Rate: 2, Phase: -0.1}), retry.ErrInvalidConfig)
+	require.ErrorIs(t, l.Assign(retry.Assignment{Rate: 2, Phase: math.NaN()}), retry.ErrInvalidConfig)
+}

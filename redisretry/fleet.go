@@ -96,6 +96,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"os"
 	"strconv"
@@ -117,12 +118,13 @@ var (
 	gcraScript    = redis.NewScript(gcraSource)
 )
 
-// How a process says what it wants: its demand (attempts sent and held
-// back, a second) smoothed with this weight on the newest interval (about
-// five intervals), and asked for with this margin.
+// How a process says what it wants (see measure): its attempts a second,
+// smoothed with this weight on the newest interval (about five intervals),
+// with a margin; held back, more than its share.
 const (
 	wantSmoothing = 0.2
 	wantMargin    = 0.1
+	heldBackOften = 0.5
 )
 
 // localBurst is the burst of a process's share, locally and in Redis: the
@@ -153,6 +155,10 @@ type Fleet struct {
 	keys  []string // the members hash, the state hash, the slots hash
 	slots []string // the state and slots hashes, for exact admission
 	clock retry.Clock
+	// phase is where in a token period this process's limiter starts
+	// pacing, from its member name: processes that start pacing together
+	// do not send together.
+	phase float64
 	// redisNow, when set (by the simulation), gives the scripts the time
 	// instead of Redis's clock.
 	redisNow func() time.Time
@@ -190,7 +196,7 @@ type leaseState struct {
 	at                            time.Time
 	attempts, throttles, refusals int64
 	exactRefusals                 int64
-	demand                        float64
+	demand, heldBack              float64
 	fallbackAttempts              int64 // attempts counted into the local budget since Redis failed
 
 	refreshes, failures int64
@@ -262,8 +268,10 @@ func newFleet(rdb redis.UniversalClient, name string, opts []Option) (*Fleet, er
 		cfg.member = defaultMember()
 	}
 	tag := cfg.prefix + "{" + name + "}:"
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(cfg.member)) // never fails
 	f := &Fleet{
-		rdb: rdb, cfg: cfg, name: name,
+		rdb: rdb, cfg: cfg, name: name, phase: float64(h.Sum64()>>11) / (1 << 53),
 		keys:  []string{tag + "members", tag + "state", tag + "slots"},
 		slots: []string{tag + "state", tag + "slots"},
 		clock: cfg.clock,
@@ -419,7 +427,7 @@ func (f *Fleet) refreshWithin(ctx context.Context) {
 
 // A report is what a refresh tells the fleet.
 type report struct {
-	demand, want, held           float64
+	demand, want, held, heldBack float64
 	attempts, throttles, retries int64
 	exactRefusals                int64
 	limiter                      retry.RateLimiterStats
@@ -444,30 +452,48 @@ func (f *Fleet) measure(now time.Time) report {
 	if !f.ls.at.IsZero() {
 		dt = max(now.Sub(f.ls.at).Seconds(), dt/2)
 	}
-	// What the process would send unrestricted: what it sent, and what
-	// its limiter (or exact admission) held back, smoothed over the last
-	// few intervals, and asked for with a margin, so that a process that
-	// sends at random times is not held at exactly its mean rate.
+	// What the process would send unrestricted, smoothed over the last
+	// few intervals, with a margin, so that a process that sends at random
+	// times is not held at exactly its mean rate. Under exact admission,
+	// every attempt asks Redis, and a refused one asks again when its slot
+	// is due: what the process sent and was refused is its demand, and a
+	// process refused at all wants at least twice its share, so that the
+	// members held to their shares all bid above the level that max-min
+	// fairness gives them and share it equally. With leases, the local
+	// limiter's refusals count the times a waiting attempt asked again as
+	// well, and a process that sends at random is refused now and then by
+	// bursts of its own: its demand is what it sent, and it wants more
+	// than its share (up to twice it) only when it was held back in most
+	// of the last few intervals.
+	exact := f.exact.Load()
 	refusals += max(f.refusals.Load()-f.ls.exactRefusals, 0)
-	demand := float64(r.attempts+refusals) / dt
-	r.demand = demand
+	sent := float64(r.attempts) / dt
+	sample := sent
+	if exact {
+		sample = float64(r.attempts+refusals) / dt
+	}
+	r.demand = sample
 	if !f.ls.at.IsZero() {
-		r.demand = wantSmoothing*demand + (1-wantSmoothing)*f.ls.demand
+		r.demand = wantSmoothing*sample + (1-wantSmoothing)*f.ls.demand
 	}
 	r.want = r.demand * (1 + wantMargin)
+	held := 0.0
+	if refusals > 0 {
+		held = 1
+	}
+	r.heldBack = wantSmoothing*held + (1-wantSmoothing)*f.ls.heldBack
 	switch share := f.ls.share; {
 	case share == 0:
 		// No lease yet: nothing measured says what the process will
 		// send. It asks for as much as any member gets.
 		r.want = maxRate
-	case refusals > 0 && !math.IsInf(share, 1):
-		// Held back: it wants more than it has, whatever the noise in
-		// the estimate, and so gets as much as any member that wants
-		// more; and at least what it asked for in this interval, so
-		// that a process that starts sending after a quiet time is not
-		// held to the share of its quiet time while the smoothed demand
-		// catches up.
-		r.want = max(r.want, 2*share, demand*(1+wantMargin))
+	case math.IsInf(share, 1):
+	case exact && refusals > 0:
+		r.want = max(r.want, 2*share)
+	case r.heldBack >= heldBackOften:
+		r.want = max(r.want, share*(1+r.heldBack))
+	case refusals > 0:
+		r.want = max(r.want, sent*(1+wantMargin))
 	}
 	if f.ls.share > 0 && !math.IsInf(f.ls.share, 1) {
 		r.held = f.ls.share
@@ -509,7 +535,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		return err
 	}
 	f.ls.at, f.ls.attempts, f.ls.throttles, f.ls.refusals = now, r.limiter.Attempts, r.limiter.Throttles, r.limiter.Refusals
-	f.ls.exactRefusals, f.ls.demand = r.exactRefusals, r.demand
+	f.ls.exactRefusals, f.ls.demand, f.ls.heldBack = r.exactRefusals, r.demand, r.heldBack
 	f.ls.fallbackAttempts = r.limiter.Attempts
 	f.ls.share, f.ls.capacity, f.ls.members = l.share, l.capacity, l.members
 	f.ls.until = now.Add(f.cfg.lease)
@@ -521,7 +547,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	// independent processes seldom meet). Under exact admission Redis
 	// keeps the process to its share and spaces the fleet's sends: the
 	// local limiter does not pace until Redis fails.
-	a := retry.Assignment{Rate: l.share, Until: f.ls.until}
+	a := retry.Assignment{Rate: l.share, Until: f.ls.until, Phase: f.phase}
 	if exact {
 		a.Rate = math.Inf(1)
 	} else if !math.IsInf(l.share, 1) {
@@ -568,7 +594,7 @@ func (f *Fleet) failLocked(now time.Time, r report, err error) {
 		}
 		share, until = f.cfg.rate*(1-f.cfg.headroom), now
 	}
-	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share)}
+	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share), Phase: f.phase}
 	if f.cfg.rate > 0 {
 		a.Ceiling = share
 	}
