@@ -364,7 +364,8 @@ func (f *Fleet) RateLimiter() *retry.RateLimiter { return f.limiter }
 // Close stops the background refresh and leaves the fleet: its share goes
 // back to the others at their next refresh (Close removes this process's
 // record; if that fails, the record expires with the lease). The
-// strategy goes on working after Close, on its local limiter alone.
+// strategy goes on working after Close, on its local limiter alone, as
+// when Redis fails: it keeps to the last share.
 func (f *Fleet) Close() error {
 	var err error
 	f.closeOnce.Do(func() {
@@ -372,7 +373,9 @@ func (f *Fleet) Close() error {
 			close(f.stop)
 			<-f.done
 		}
-		f.exact.Store(false)
+		f.mu.Lock()
+		f.fallBackLocked(f.clock.Now())
+		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), f.cfg.interval)
 		defer cancel()
 		pipe := f.rdb.TxPipeline()
@@ -586,7 +589,16 @@ func (f *Fleet) failLocked(now time.Time, r report, err error) {
 	if f.ls.down {
 		return
 	}
+	f.fallBackLocked(now)
+}
+
+// fallBackLocked leaves the pacing to the local limiter: it keeps the last
+// share until the lease ends and then goes on from it (below it when the
+// rate was configured); a Fleet that never had a lease keeps below the
+// configured rate. f.mu must be held.
+func (f *Fleet) fallBackLocked(now time.Time) {
 	f.ls.down = true
+	f.exact.Store(false)
 	share, until := f.ls.share, f.ls.until
 	if share == 0 || math.IsInf(share, 1) {
 		if f.cfg.rate == 0 {

@@ -220,6 +220,9 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 		deadline := s.now() + 2*time.Second
 		var local func()
 		local = func() {
+			if gen != p.gen {
+				return // the process stopped: its waiting requests with it
+			}
 			if p.limiter != nil {
 				if d, err := p.limiter.Acquire(); err != nil {
 					if d <= 0 {
@@ -472,6 +475,8 @@ func TestRoute53Targets(t *testing.T) {
 				switch {
 				case mode.name == "fleet, configured, exact":
 					check(r.throttledShare() <= 0.01 && r.used >= 0.85 && r.fairness >= 0.8, "<= 1% throttled, >= 85% used, fairness >= 0.8")
+				case mode.name == "fleet, configured, leases" && burst > 1:
+					check(r.throttledShare() <= 0.05 && r.used >= 0.8 && r.fairness >= 0.7, "<= 5% throttled, >= 80% used, fairness >= 0.7")
 				case mode.name == "fleet, learned, exact" && burst > 1:
 					check(r.throttledShare() <= 0.06 && r.used >= 0.9 && r.fairness >= 0.7, "<= 6% throttled, >= 90% used, fairness >= 0.7")
 				case mode.name == "fleet, learned, exact":
@@ -496,7 +501,7 @@ func TestRoute53Targets(t *testing.T) {
 // ones pay: 4.57 each. The target is every share within 10% of
 // the fair one; the test prints the figures and holds the invariants (the
 // shares never add up to more than the capacity, no heavy process below
-// half its fair share): a light process's demand, a few attempts in five
+// 70% of its fair share): a light process's demand, a few attempts in five
 // intervals, is too noisy to divide by (see the README).
 func TestSkewedShares(t *testing.T) {
 	if testing.Short() {
@@ -531,7 +536,7 @@ func TestSkewedShares(t *testing.T) {
 	}
 	t.Logf("\n200 processes (10 wanting 20/s, 190 wanting 0.2/s), a configured 100/s, seeds 1-3, shares at 30, 45 and 59 s over the max-min fair ones (4.95 and 0.2):\nheavy %.2f-%.2f, light %.2f-%.2f, all together %.3f-%.3f of the capacity; throttled %s",
 		heavy.lo, heavy.hi, light.lo, light.hi, sum.lo, sum.hi, th.pct())
-	if heavy.lo < 0.5 || heavy.hi > 1.1 || sum.hi > 1+1e-3 {
+	if heavy.lo < 0.7 || heavy.hi > 1.1 || sum.hi > 1+1e-3 {
 		t.Errorf("heavy shares %.2f-%.2f of the fair one, all shares %.3f of the capacity", heavy.lo, heavy.hi, sum.hi)
 	}
 }
@@ -608,8 +613,8 @@ func TestRedisOutage(t *testing.T) {
 		used.add(float64(ok) / (5 * 30))
 		mean.add(float64(sent) / (5 * 30))
 		peak.add(r.maxSendRate)
-		if float64(sent)/(5*30) > 1.2 {
-			t.Errorf("seed %d: the fleet sent %.2fx the limit during the outage", seed, float64(sent)/(5*30))
+		if float64(sent)/(5*30) > 1.2 || float64(ok)/(5*30) < 0.7 {
+			t.Errorf("seed %d: the fleet sent %.2fx the limit during the outage, %.0f%% of it got through", seed, float64(sent)/(5*30), 100*float64(ok)/(5*30))
 		}
 		for i := range off {
 			for _, share := range r.snapshots[i] {
