@@ -444,11 +444,13 @@ func (l *RateLimiter) acquire(failFast bool) (time.Duration, error) {
 // An assignment costs the send path nothing more than pacing does: an
 // attempt takes a token from the same token bucket, which keeps the tokens
 // it held (up to its new capacity) if the limiter paced, and otherwise
-// starts empty: an assignment starts no burst.
-// Assign returns an
-// error wrapping ErrInvalidConfig, and changes nothing, if the rate is not
-// above 0 (NaN included), or the ceiling is negative, NaN or infinite; on
-// the zero RateLimiter it changes nothing and returns nil.
+// starts with the assignment's phase, less than one token: an assignment
+// starts no burst.
+//
+// Assign returns an error wrapping ErrInvalidConfig, and changes nothing,
+// if the rate is not above 0 (NaN included), the ceiling is negative, NaN
+// or infinite, the phase is outside [0, 1) or the burst outside its range;
+// on the zero RateLimiter it changes nothing and returns nil.
 func (l *RateLimiter) Assign(a Assignment) error {
 	switch {
 	case !(a.Rate > 0):
@@ -466,6 +468,7 @@ func (l *RateLimiter) Assign(a Assignment) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
+	prev := l.assigned
 	l.assigned, l.ceiling = a, a.Ceiling
 	// Every success takes the lock while an assignment may end, so that
 	// the limiter sees it end.
@@ -492,10 +495,10 @@ func (l *RateLimiter) Assign(a Assignment) error {
 	// the assignment ends, and then paces again if it did before. The
 	// token bucket is left as it is: golang.org/x/time/rate's infinite
 	// limit counts tokens as NaN once it is lifted.
-	if prev := l.assigned; prev.Rate == 0 || !math.IsInf(prev.Rate, 1) {
+	if !math.IsInf(prev.Rate, 1) {
 		l.pacedBefore = l.enabled.Load()
 	}
-	l.assigned, l.ceiling = a, 0
+	l.ceiling = 0
 	l.enabled.Store(false)
 	l.fillRate = math.Inf(1)
 	return nil
@@ -901,8 +904,8 @@ func (l *RateLimiter) defaultRate(now time.Time) float64 {
 
 // setRate sets the fill rate and capacity the new rate calls for, within
 // their minimums; an assigned rate is kept as it is, and the ceiling of the
-// last assignment bounds the fill rate (below the minimum, too). It tells the token bucket only what changed: each of its
-// setters brings the bucket's tokens up to now, which a later call does as
+// last assignment bounds the fill rate (below the minimum, too). It tells
+// the token bucket only what changed: each of its setters brings the bucket's tokens up to now, which a later call does as
 // well, so skipping one changes them by float rounding at most. The
 // published algorithm sets the fill rate at every update all the same, as
 // it is specified: that rounding, small as it is, would move its figures

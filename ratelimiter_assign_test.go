@@ -296,3 +296,16 @@ func TestRateLimiterAssignPhase(t *testing.T) {
 	require.ErrorIs(t, l.Assign(retry.Assignment{Rate: 2, Phase: -0.1}), retry.ErrInvalidConfig)
 	require.ErrorIs(t, l.Assign(retry.Assignment{Rate: 2, Phase: math.NaN()}), retry.ErrInvalidConfig)
 }
+
+// TestRateLimiterAssignUnlimitedTwice: a limiter that paced before two
+// assignments of no limit in a row paces again when they end.
+func TestRateLimiterAssignUnlimitedTwice(t *testing.T) {
+	l, clock := throttledLimiter(t)
+	for range 2 {
+		require.NoError(t, l.Assign(retry.Assignment{Rate: math.Inf(1), Until: clock.Now().Add(time.Second)}))
+	}
+	assert.False(t, l.Stats().Enabled)
+	clock.Advance(2 * time.Second)
+	l.Update(false)
+	assert.True(t, l.Stats().Enabled, "pacing again, as before the assignments")
+}

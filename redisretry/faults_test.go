@@ -220,3 +220,27 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
+
+// TestCloseKeepsShare: after Close the strategy paces on its local limiter
+// at the last share, never above it, also under exact admission (whose
+// local limiter did not pace while Redis spaced the sends).
+func TestCloseKeepsShare(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	for _, exactBelow := range []float64{0, DefaultExactBelow} {
+		f := newTestFleet(t, rdb, "close", clock, WithRate(8), WithHeadroom(0), WithMember("a"), WithExactBelow(exactBelow))
+		require.NoError(t, f.refresh(ctx))
+		require.Equal(t, exactBelow > 0, f.Stats().Exact)
+		require.NoError(t, f.Close())
+		assert.False(t, f.Stats().Exact)
+		a := f.limiter.Stats().Assigned
+		assert.Equal(t, 8.0, a.Rate, "exact below %v", exactBelow)
+		assert.Equal(t, 8.0, a.Ceiling)
+		n, err := rdb.HLen(ctx, f.keys[0]).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "Close leaves the fleet")
+		require.NoError(t, f.Close(), "a second Close does nothing")
+	}
+}
