@@ -170,6 +170,9 @@ func TestParseLeaseRejects(t *testing.T) {
 	l, err := f.parseLease([]string{"2", "7", "3", "4.375", "-1"})
 	require.NoError(t, err)
 	assert.Equal(t, lease{share: 2, capacity: 4.375, grant: 7, members: 3}, l)
+	l, err = f.parseLease([]string{"2", "0.25", "3", "4.375", "-1"})
+	require.NoError(t, err)
+	assert.Equal(t, 0.25, l.grant, "a fraction of a token")
 	f.cfg.rate = 0
 	l, err = f.parseLease([]string{"-1", "0", "1", "-1", "-1"})
 	require.NoError(t, err)

@@ -188,6 +188,7 @@ type leaseState struct {
 	capacity  float64   // the fleet's rate; +Inf: none known
 	members   int       // processes in the fleet at the last refresh
 	grant     int       // retry tokens given at the last refresh
+	carry     float64   // the part of a token the grants left over, in [0, 1)
 	until     time.Time // when the lease ends
 	connected bool      // the last call to Redis succeeded
 	down      bool      // the fallback was applied since the last success
@@ -563,7 +564,12 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		return err // not reached: parseLease checked the share
 	}
 	f.exact.Store(exact)
-	f.setGrant(l.grant)
+	// A process with a small part of the fleet's attempts is granted a
+	// fraction of a token: the fractions add up over the refreshes.
+	g := l.grant + f.ls.carry
+	n := int(min(g, maxGrant))
+	f.ls.carry = min(max(g-float64(n), 0), 1)
+	f.setGrant(n)
 	return nil
 }
 
@@ -635,7 +641,8 @@ func (f *Fleet) setGrant(n int) {
 // A lease is what a refresh gets back.
 type lease struct {
 	share, capacity float64 // +Inf: no limit
-	grant, members  int
+	grant           float64
+	members         int
 }
 
 // parseLease reads the refresh script's reply, and refuses a value that
@@ -656,7 +663,7 @@ func (f *Fleet) parseLease(res []string) (lease, error) {
 	if vals[1] < 0 || vals[2] < 1 {
 		return lease{}, fmt.Errorf("%w: grant %v, members %v", errBadReply, vals[1], vals[2])
 	}
-	l.grant = int(min(vals[1], maxGrant))
+	l.grant = min(vals[1], maxGrant)
 	switch {
 	case l.capacity == -1 && l.share == -1:
 		l.share, l.capacity = math.Inf(1), math.Inf(1)
