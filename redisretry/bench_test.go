@@ -2,6 +2,7 @@ package redisretry
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,4 +62,54 @@ func BenchmarkDo(b *testing.B) {
 			run(b, f.Strategy())
 		})
 	}
+}
+
+// BenchmarkRefresh: what one process's refresh costs in a fleet of 10,000
+// members (a round trip on loopback and the script), and what the call
+// that divides the capacity at the end of an interval costs: it reads every
+// member's record and sorts the wants.
+//
+//	go test -run '^$' -bench Refresh ./redisretry
+func BenchmarkRefresh(b *testing.B) {
+	ctx := context.Background()
+	srv := startRedis(b)
+	rdb := srv.client(b)
+	clock := newVClock()
+	f := newTestFleet(b, rdb, "fleet10k", clock, WithRate(5000), WithExactBelow(0), WithLease(24*time.Hour))
+	const members = 10_000
+	for i := range members {
+		f.cfg.member = fmt.Sprint(i)
+		if err := f.refresh(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// redisTime reports the time Redis spent in the scripts, a call.
+	redisTime := func(b *testing.B, run func()) {
+		rdb.ConfigResetStat(ctx)
+		run()
+		usec, calls := commandUsec(b, rdb, "evalsha")
+		b.ReportMetric(float64(usec)/float64(calls), "redis-µs/call")
+	}
+	b.Run("call", func(b *testing.B) {
+		redisTime(b, func() {
+			i := 0
+			for b.Loop() {
+				f.cfg.member = fmt.Sprint(i % members)
+				i++
+				if err := f.refresh(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("divide", func(b *testing.B) {
+		redisTime(b, func() {
+			for b.Loop() {
+				clock.Advance(f.cfg.interval) // every call ends an interval
+				if err := f.refresh(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,16 +118,21 @@ func (s *redisServer) client(t testing.TB) *redis.Client {
 // commandstats), e.g. "evalsha".
 func commandCalls(t testing.TB, c *redis.Client, command string) int64 {
 	t.Helper()
+	_, calls := commandUsec(t, c, command)
+	return calls
+}
+
+// commandUsec returns the microseconds Redis spent running command, and
+// how many times it ran it (INFO commandstats).
+func commandUsec(t testing.TB, c *redis.Client, command string) (usec, calls int64) {
+	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var calls int64
-	key := "cmdstat_" + command + ":calls="
-	for i := 0; i+len(key) <= len(info); i++ {
-		if info[i:i+len(key)] == key {
-			_, _ = fmt.Sscanf(info[i+len(key):], "%d", &calls)
-		}
+	key := "cmdstat_" + command + ":"
+	if i := strings.Index(info, key); i >= 0 {
+		_, _ = fmt.Sscanf(info[i+len(key):], "calls=%d,usec=%d", &calls, &usec)
 	}
-	return calls
+	return usec, calls
 }
