@@ -77,7 +77,11 @@ func (f *Fleet) admit(ctx context.Context) error {
 			now := f.clock.Now()
 			f.failLocked(now, f.measure(now), fmt.Errorf("redisretry: admitting an attempt on %q: %w", f.name, err))
 			f.mu.Unlock()
-			return nil
+			// The local limiter paces from now on; this attempt, whose
+			// token the strategy gave while Redis spaced the sends, waits
+			// for a local slot too, so that a fleet that loses Redis does
+			// not send all its waiting attempts at once.
+			return f.localSlot(ctx, maxWait-time.Since(start))
 		case res == slotRefused || res == slotOverShare && wait > left:
 			return fmt.Errorf("%w: the fleet's next send slot is %v away (redisretry.WithMaxWait %v)", retry.ErrRateLimited, wait, maxWait)
 		}
@@ -91,6 +95,22 @@ func (f *Fleet) admit(ctx context.Context) error {
 		}
 		// Over its share: the process's own next slot is due now.
 	}
+}
+
+// localSlot waits for a send slot of the local limiter, within maxWait.
+func (f *Fleet) localSlot(ctx context.Context, maxWait time.Duration) error {
+	d, err := f.limiter.Acquire()
+	switch {
+	case err != nil:
+		return fmt.Errorf("redisretry: %w", err)
+	case d > maxWait:
+		return fmt.Errorf("%w: no local send slot within %v (redisretry.WithMaxWait)", retry.ErrRateLimited, maxWait)
+	case d > 0:
+		if err := sleep(ctx, d); err != nil {
+			return fmt.Errorf("redisretry: waiting for a send slot: %w", err)
+		}
+	}
+	return nil
 }
 
 // sleep waits d, or until ctx is done.

@@ -153,28 +153,29 @@ func TestParseLeaseRejects(t *testing.T) {
 	f := &Fleet{cfg: defaults()}
 	f.cfg.rate = 5
 	for _, res := range [][]string{
-		{"1", "0", "1", "4.375"},
-		{"nan", "0", "1", "4.375", "1"},
-		{"-2", "0", "1", "4.375", "1"},
-		{"5", "0", "1", "4.375", "1"},
-		{"1", "-1", "1", "4.375", "1"},
-		{"1", "0", "0", "4.375", "1"},
-		{"1", "0", "1", "100", "1"},
-		{"1", "inf", "1", "4.375", "1"},
-		{"1e300", "0", "1", "1e300", "1"},
-		{"-1", "0", "1", "4.375", "1"},
+		{"1", "0", "1", "4.375", "1"},
+		{"1", "0", "1", "4.375", "1", "0"},
+		{"nan", "0", "1", "4.375", "1", "1"},
+		{"-2", "0", "1", "4.375", "1", "1"},
+		{"5", "0", "1", "4.375", "1", "1"},
+		{"1", "-1", "1", "4.375", "1", "1"},
+		{"1", "0", "0", "4.375", "1", "1"},
+		{"1", "0", "1", "100", "1", "1"},
+		{"1", "inf", "1", "4.375", "1", "1"},
+		{"1e300", "0", "1", "1e300", "1", "1"},
+		{"-1", "0", "1", "4.375", "1", "1"},
 	} {
 		_, err := f.parseLease(res)
 		assert.ErrorIs(t, err, errBadReply, "%q", res)
 	}
-	l, err := f.parseLease([]string{"2", "7", "3", "4.375", "-1"})
+	l, err := f.parseLease([]string{"2", "7", "3", "4.375", "-1", "1"})
 	require.NoError(t, err)
-	assert.Equal(t, lease{share: 2, capacity: 4.375, grant: 7, members: 3}, l)
-	l, err = f.parseLease([]string{"2", "0.25", "3", "4.375", "-1"})
+	assert.Equal(t, lease{share: 2, capacity: 4.375, grant: 7, members: 3, seq: 1}, l)
+	l, err = f.parseLease([]string{"2", "0.25", "3", "4.375", "-1", "1"})
 	require.NoError(t, err)
 	assert.Equal(t, 0.25, l.grant, "a fraction of a token")
 	f.cfg.rate = 0
-	l, err = f.parseLease([]string{"-1", "0", "1", "-1", "-1"})
+	l, err = f.parseLease([]string{"-1", "0", "1", "-1", "-1", "1"})
 	require.NoError(t, err)
 	assert.True(t, math.IsInf(l.share, 1) && math.IsInf(l.capacity, 1))
 }

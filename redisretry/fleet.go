@@ -127,6 +127,36 @@ const (
 	heldBackOften = 0.5
 )
 
+// phaseAt returns the phase with which the local limiter starts pacing at
+// rate at now (see retry.Assignment.Phase): the one that puts this
+// process's sends on its own slots of a grid common to the fleet. The
+// grid's period is a token period, 1/rate, counted from the Unix epoch;
+// each member's slot in it is its number in the fleet times the golden
+// ratio, modulo 1, which spreads any number of members evenly however
+// many there are. Members at the same rate then send one after the other,
+// not together, even while Redis is unreachable. Before the first lease
+// the slot comes from the member's name.
+func (f *Fleet) phaseAt(now time.Time, rate float64) float64 {
+	if !(rate > 0) || math.IsInf(rate, 1) {
+		return 0
+	}
+	slot := f.phase
+	if f.ls.seq > 0 {
+		_, slot = math.Modf(float64(f.ls.seq) * goldenRatio)
+	}
+	secs := float64(now.Unix()) + float64(now.Nanosecond())/1e9
+	_, pos := math.Modf(secs * rate)
+	p := pos - slot
+	if p < 0 {
+		p++
+	}
+	return min(p, math.Nextafter(1, 0))
+}
+
+// goldenRatio's fractional part spaces the members' slots: the fractional
+// parts of k*0.618... for k = 1, 2, ... are spread evenly at every k.
+const goldenRatio = 0.6180339887498949
+
 // localBurst is the burst of a process's share, locally and in Redis: the
 // share's whole number, and at least two.
 func localBurst(share float64) int { return int(max(2, min(share, 1<<30))) }
@@ -187,6 +217,7 @@ type leaseState struct {
 	share     float64   // sends per second; +Inf: no limit; 0: no lease yet
 	capacity  float64   // the fleet's rate; +Inf: none known
 	members   int       // processes in the fleet at the last refresh
+	seq       int64     // this process's number in the fleet (0: none yet)
 	grant     int       // retry tokens given at the last refresh
 	carry     float64   // the part of a token the grants left over, in [0, 1)
 	until     time.Time // when the lease ends
@@ -541,7 +572,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	f.ls.at, f.ls.attempts, f.ls.throttles, f.ls.refusals = now, r.limiter.Attempts, r.limiter.Throttles, r.limiter.Refusals
 	f.ls.exactRefusals, f.ls.demand, f.ls.heldBack = r.exactRefusals, r.demand, r.heldBack
 	f.ls.fallbackAttempts = r.limiter.Attempts
-	f.ls.share, f.ls.capacity, f.ls.members = l.share, l.capacity, l.members
+	f.ls.share, f.ls.capacity, f.ls.members, f.ls.seq = l.share, l.capacity, l.members, l.seq
 	f.ls.until = now.Add(f.cfg.lease)
 	f.ls.connected, f.ls.down, f.ls.lastErr = true, false, nil
 	exact := f.cfg.exactBelow > 0 && !math.IsInf(l.capacity, 1) && l.capacity <= f.cfg.exactBelow
@@ -551,7 +582,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	// independent processes seldom meet). Under exact admission Redis
 	// keeps the process to its share and spaces the fleet's sends: the
 	// local limiter does not pace until Redis fails.
-	a := retry.Assignment{Rate: l.share, Until: f.ls.until, Phase: f.phase}
+	a := retry.Assignment{Rate: l.share, Until: f.ls.until, Phase: f.phaseAt(now, l.share)}
 	if exact {
 		a.Rate = math.Inf(1)
 	} else if !math.IsInf(l.share, 1) {
@@ -612,7 +643,7 @@ func (f *Fleet) fallBackLocked(now time.Time) {
 		}
 		share, until = f.cfg.rate*(1-f.cfg.headroom), now
 	}
-	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share), Phase: f.phase}
+	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share), Phase: f.phaseAt(now, share)}
 	if f.cfg.rate > 0 {
 		a.Ceiling = share
 	}
@@ -643,15 +674,16 @@ type lease struct {
 	share, capacity float64 // +Inf: no limit
 	grant           float64
 	members         int
+	seq             int64 // the member's number, in the order of joining
 }
 
 // parseLease reads the refresh script's reply, and refuses a value that
 // is out of range.
 func (f *Fleet) parseLease(res []string) (lease, error) {
-	if len(res) != 5 {
-		return lease{}, fmt.Errorf("%w: %d values, want 5", errBadReply, len(res))
+	if len(res) != 6 {
+		return lease{}, fmt.Errorf("%w: %d values, want 6", errBadReply, len(res))
 	}
-	vals := make([]float64, 5)
+	vals := make([]float64, 6)
 	for i, s := range res {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < -1 || v > maxRate {
@@ -659,9 +691,9 @@ func (f *Fleet) parseLease(res []string) (lease, error) {
 		}
 		vals[i] = v
 	}
-	l := lease{share: vals[0], capacity: vals[3], members: int(vals[2])}
-	if vals[1] < 0 || vals[2] < 1 {
-		return lease{}, fmt.Errorf("%w: grant %v, members %v", errBadReply, vals[1], vals[2])
+	l := lease{share: vals[0], capacity: vals[3], members: int(vals[2]), seq: int64(vals[5])}
+	if vals[1] < 0 || vals[2] < 1 || vals[5] < 1 {
+		return lease{}, fmt.Errorf("%w: grant %v, members %v, seq %v", errBadReply, vals[1], vals[2], vals[5])
 	}
 	l.grant = min(vals[1], maxGrant)
 	switch {

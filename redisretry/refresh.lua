@@ -1,6 +1,6 @@
 -- redisretry's lease: one call per process per interval (see lease.go).
 --
--- KEYS[1]  the members hash: member id -> "want held expiry requests"
+-- KEYS[1]  the members hash: member id -> "want held expiry attempts seq"
 -- KEYS[2]  the state hash (see the fields read below)
 -- KEYS[3]  the slots hash of exact admission (see gcra.lua)
 -- ARGV[1]  member id
@@ -20,8 +20,9 @@
 -- it is decided on, ARGV[22] the largest fleet divided again when a
 -- member joins
 --
--- Returns {share, grant, members, capacity, level}, numbers as strings
--- (share and capacity -1: no limit).
+-- Returns {share, grant, members, capacity, level, seq}, numbers as
+-- strings (share and capacity -1: no limit); seq numbers the members in the
+-- order they joined, from 1.
 
 local BIG = 1e15 -- bounds every rate and count: nothing read back is unbounded
 
@@ -86,11 +87,13 @@ ea, et, ex = ea + attempts, et + throttles, ex + retries
 -- is not trusted: a member that cannot reach Redis keeps it only until
 -- its lease ends.)
 local rec = redis.call('HGET', members, id)
-local oldheld = 0
+local oldheld, seq = 0, nil
 if rec then
-  local rw, rh, re, ra = string.match(rec, '^(%S+) (%S+) (%S+) (%S+)$')
+  local rw, rh, re, ra, rs = string.match(rec, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')
   oldheld = num(rh, 0, BIG) or 0
+  seq = num(rs, 1, BIG)
 end
+if seq == nil then seq = redis.call('HINCRBY', statekey, 'seq', 1) end
 
 -- At the end of an epoch, drop the members whose lease ended, learn the
 -- capacity, divide it max-min fairly by wants, and work out the retry
@@ -104,7 +107,7 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
   local wants, n = {}, 0
   heldsum, asum = 0, 0
   for i = 1, #all, 2 do
-    local rw, rh, re, ra = string.match(all[i + 1], '^(%S+) (%S+) (%S+) (%S+)$')
+    local rw, rh, re, ra = string.match(all[i + 1], '^(%S+) (%S+) (%S+) (%S+) %S+$')
     rw, rh, re, ra = num(rw, 0, BIG), num(rh, 0, BIG), num(re, 0, 1e18), num(ra, 0, BIG)
     if all[i] == id then
       -- counted below, with this call's values
@@ -244,7 +247,7 @@ if not rec then count = count + 1 end
 local grant = budget / math.max(count, 1)
 if asum > 0 then grant = budget * math.min(attempts / asum, 1) end
 
-redis.call('HSET', members, id, string.format('%.17g %.17g %.17g %.17g', want, nowheld, now + lease, attempts))
+redis.call('HSET', members, id, string.format('%.17g %.17g %.17g %.17g %d', want, nowheld, now + lease, attempts, seq))
 redis.call('HSET', statekey, 'end', string.format('%.17g', epochEnd), 'start', string.format('%.17g', epochStart),
   'cap', string.format('%.17g', cap), 'cut', string.format('%.17g', cut), 'w', string.format('%.17g', w),
   'level', string.format('%.17g', level), 'extra', string.format('%.17g', extra),
@@ -258,4 +261,4 @@ redis.call('PEXPIRE', statekey, ttl)
 redis.call('PEXPIRE', KEYS[3], ttl)
 
 return {string.format('%.17g', share), string.format('%.17g', grant), tostring(count),
-  string.format('%.17g', cap), string.format('%.17g', level)}
+  string.format('%.17g', cap), string.format('%.17g', level), string.format('%d', seq)}

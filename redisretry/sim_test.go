@@ -241,12 +241,12 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				return
 			}
 			if down() {
-				// Redis does not answer: the attempt goes on, and the
-				// Fleet falls back, as admit does.
+				// Redis does not answer: the Fleet falls back, and the
+				// attempt waits for a local slot, as admit does.
 				p.fleet.mu.Lock()
 				p.fleet.failLocked(clock.Now(), p.fleet.measure(clock.Now()), fmt.Errorf("redis down"))
 				p.fleet.mu.Unlock()
-				send(p)
+				local()
 				return
 			}
 			res, wait, err := p.fleet.reserve(ctx, deadline-s.now())
