@@ -204,6 +204,11 @@ func (cfg *doConfig) apply(opts []DoOption) {
 			return
 		case o.kind == doStrategy && o.strategy != nil:
 			cfg.strategy = o.strategy
+			if d, ok := o.strategy.(Delegator); ok {
+				if s := d.Delegate(); s != nil {
+					cfg.strategy = s
+				}
+			}
 		case o.kind == doScope:
 			cfg.scope = o.scope
 		case o.kind == doAttemptTimeout && o.timeout > 0:
@@ -358,6 +363,11 @@ func fastScope(ctx context.Context, opts []DoOption) *scopeState {
 			return nil
 		case o.kind == doStrategy:
 			st, strategy = o.fast, true
+			if st == nil {
+				if d, ok := o.strategy.(Delegator); ok {
+					st = fastScopeOf(d.Delegate())
+				}
+			}
 		case o.kind == doScope:
 			scope = o.scope
 		default:

@@ -61,3 +61,18 @@ type RetryStrategy interface {
 	// RecordSuccess reports that the attempt admitted by token succeeded.
 	RecordSuccess(token RetryToken) error
 }
+
+// A Delegator is a RetryStrategy that, at times, does nothing but what
+// another strategy does: a wrapper that adds a step only under some
+// condition, such as redisretry's strategy, which admits each attempt in
+// Redis while a fleet's rate is low and is an Adaptive strategy otherwise.
+// While Delegate returns a strategy, Do and Run use that one for the call
+// instead of the wrapper, and with a Standard or Adaptive strategy take
+// their fast path: the wrapper costs a call to Delegate. Delegate must be
+// cheap and safe for concurrent use; nil means the wrapper itself. Do and
+// Run ask once per call, so a call's retries stay with the strategy its
+// first attempt had.
+type Delegator interface {
+	RetryStrategy
+	Delegate() RetryStrategy
+}

@@ -47,6 +47,15 @@ func (s exactStrategy) admitted(ctx context.Context, tok retry.RetryToken) (retr
 	return tok, nil
 }
 
+// Delegate returns the Adaptive strategy while exact admission is off:
+// retry.Do then uses it directly, with its fast path (see retry.Delegator).
+func (s exactStrategy) Delegate() retry.RetryStrategy {
+	if s.f.exact.Load() {
+		return nil
+	}
+	return s.f.adaptive
+}
+
 // RecordSuccess records a success with the Adaptive strategy.
 func (s exactStrategy) RecordSuccess(token retry.RetryToken) error {
 	return s.f.adaptive.RecordSuccess(token)
