@@ -100,6 +100,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -283,8 +284,8 @@ func newFleet(rdb redis.UniversalClient, name string, opts []Option) (*Fleet, er
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: redisretry.New: a nil Redis client", retry.ErrInvalidConfig)
 	}
-	if name == "" {
-		return nil, fmt.Errorf("%w: redisretry.New: an empty limit name", retry.ErrInvalidConfig)
+	if name == "" || strings.ContainsAny(name, "{}") {
+		return nil, fmt.Errorf("%w: redisretry.New: the limit name %q: want a name without '{' or '}' (it is the keys' hash tag)", retry.ErrInvalidConfig, name)
 	}
 	cfg := defaults()
 	for _, o := range opts {

@@ -91,8 +91,11 @@ func TestNewBadOptions(t *testing.T) {
 	}
 	_, err := New(context.Background(), nil, "x")
 	require.ErrorIs(t, err, retry.ErrInvalidConfig)
-	_, err = New(context.Background(), rdb, "")
-	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	for _, name := range []string{"", "a{b", "a}"} {
+		_, err = New(context.Background(), rdb, name)
+		require.ErrorIs(t, err, retry.ErrInvalidConfig, name)
+		assert.Contains(t, err.Error(), "limit name")
+	}
 }
 
 // TestSharesMaxMinFair: a configured rate of 10 between members that send
