@@ -145,6 +145,22 @@ func TestHostileState(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, res == slotReserved && wait <= time.Second, "a hostile slot time is ignored: %v %v", res, wait)
 	}
+
+	// A learned rate: hostile capacities and estimates.
+	l := newTestFleet(t, rdb, "hostile-learned", clock, WithMember("a"))
+	for _, bad := range []map[string]string{
+		{"cap": "-0.5"}, {"cap": "0"}, {"cap": "1e-300", "w": "-1"}, {"cap": "nan", "ev": "1,2,3 x,y,z 5,9,1"},
+		{"cap": "1e308", "w": "1e308", "cut": "1e30"},
+	} {
+		for k, v := range bad {
+			require.NoError(t, rdb.HSet(ctx, l.keys[1], k, v).Err())
+		}
+		clock.Advance(time.Second)
+		attempts(l, 3, nil)
+		require.NoError(t, l.refresh(ctx), "%v", bad)
+		s := l.Stats()
+		assert.True(t, s.Share > 0 && (math.IsInf(s.Share, 1) || s.Share <= s.Capacity), "share %v of %v from %v", s.Share, s.Capacity, bad)
+	}
 }
 
 // TestParseLeaseRejects: a reply out of range is refused, and the Fleet

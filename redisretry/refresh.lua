@@ -75,7 +75,11 @@ local asum = num(f[14], 0, BIG) or 0
 local ev = f[15] or ''
 local evs
 
-if configured > 0 then cap = configured end
+if configured > 0 then
+  cap = configured
+elseif cap < minrate then
+  cap = -1 -- no learned rate is that low: not one of ours
+end
 
 -- This call's counts join the epoch's.
 ea, et, ex = ea + attempts, et + throttles, ex + retries
