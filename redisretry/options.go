@@ -201,7 +201,9 @@ func WithPrefix(prefix string) Option { return Option{func(c *config) { c.prefix
 func WithMember(id string) Option { return Option{func(c *config) { c.member = id }} }
 
 // WithClock sets the clock of the local rate limiter, retry quota and
-// strategy (default: the system clock). Leases are timed by Redis's clock.
+// strategy (default: the system clock), and the one a lease's end is read
+// on. Leases are timed in Redis by Redis's clock, and exact admission
+// waits for its slots on ordinary timers.
 func WithClock(c retry.Clock) Option {
 	return Option{func(cfg *config) { cfg.clock, cfg.clockSet = c, true }}
 }
