@@ -54,6 +54,7 @@ func (s *redisServer) start() {
 	s.t.Helper()
 	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.t.TempDir())
+	dieWithParent(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("starting redis-server: %v", err)
 	}
