@@ -15,6 +15,10 @@ import (
 // the share and the retry grant it gets back (refresh.lua divides them);
 // when Redis does not answer, the process falls back on its local limiter.
 
+// newcomerLeases: a process that sent nothing under its first leases asks
+// for as much as any member gets until it has had this many.
+const newcomerLeases = 2
+
 // How a process says what it wants (see measure): its attempts a second,
 // smoothed with this weight on the newest interval (about five intervals),
 // with a margin; held back, more than its share.
@@ -89,6 +93,7 @@ type leaseState struct {
 	fallbackAttempts              int64 // attempts counted into the local budget since Redis failed
 
 	refreshes, failures int64
+	leases              int64 // the refreshes that succeeded
 	lastErr             error
 }
 
@@ -175,9 +180,10 @@ func (f *Fleet) measure(now time.Time) report {
 	}
 	r.heldBack = wantSmoothing*held + (1-wantSmoothing)*f.ls.heldBack
 	switch share := f.ls.share; {
-	case share == 0:
-		// No lease yet: nothing measured says what the process will
-		// send. It asks for as much as any member gets.
+	case share == 0 || f.ls.leases < newcomerLeases && r.attempts == 0:
+		// No lease yet, or only one and nothing sent under it: nothing
+		// measured says what the process will send. It asks for as much
+		// as any member gets.
 		r.want = maxRate
 	case math.IsInf(share, 1):
 	case exact && refusals > 0:
@@ -232,6 +238,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	f.ls.share, f.ls.capacity, f.ls.members, f.ls.seq = l.share, l.capacity, l.members, l.seq
 	f.ls.until = now.Add(f.cfg.lease)
 	f.ls.connected, f.ls.down, f.ls.lastErr = true, false, nil
+	f.ls.leases++
 	exact := f.cfg.exactBelow > 0 && !math.IsInf(l.capacity, 1) && l.capacity <= f.cfg.exactBelow
 	// The local limiter keeps the process to its share, with a burst of
 	// at least two: a slot of a small share that comes while the process
