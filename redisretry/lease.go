@@ -15,6 +15,11 @@ import (
 // the share and the retry grant it gets back (refresh.lua divides them);
 // when Redis does not answer, the process falls back on its local limiter.
 
+// exactHeldBack: under exact admission, a process that Redis held to its
+// share asks for this multiple of it, so that however much capacity others
+// free, it bids above the level max-min fairness gives it.
+const exactHeldBack = 4
+
 // newcomerLeases: a process that sent nothing under its first leases asks
 // for as much as any member gets until it has had this many.
 const newcomerLeases = 2
@@ -154,9 +159,10 @@ func (f *Fleet) measure(now time.Time) report {
 	// times is not held at exactly its mean rate. Under exact admission,
 	// every attempt asks Redis, and a refused one asks again when its slot
 	// is due: what the process sent and was refused is its demand, and a
-	// process refused at all wants at least twice its share, so that the
-	// members held to their shares all bid above the level that max-min
-	// fairness gives them and share it equally. With leases, the local
+	// process refused at all wants at least four times its share, so that
+	// the members held to their shares all bid above the level that
+	// max-min fairness gives them, even when others have just left, and
+	// share it equally. With leases, the local
 	// limiter's refusals count the times a waiting attempt asked again as
 	// well, and a process that sends at random is refused now and then by
 	// bursts of its own: its demand is what it sent, and it wants more
@@ -187,7 +193,7 @@ func (f *Fleet) measure(now time.Time) report {
 		r.want = maxRate
 	case math.IsInf(share, 1):
 	case exact && refusals > 0:
-		r.want = max(r.want, 2*share)
+		r.want = max(r.want, exactHeldBack*share)
 	case r.heldBack >= heldBackOften:
 		r.want = max(r.want, share*(1+r.heldBack))
 	case refusals > 0:
