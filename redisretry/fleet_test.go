@@ -5,39 +5,24 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// vclock is a virtual clock, which the tests move by hand.
-type vclock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newVClock() *vclock { return &vclock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *vclock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *vclock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newVClock returns a virtual clock, which the tests move by hand.
+func newVClock() *retrytest.Clock {
+	return retrytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // newTestFleet returns a Fleet on virtual time, Redis's included, that
 // refreshes only when the test says.
-func newTestFleet(t testing.TB, rdb redis.UniversalClient, name string, clock *vclock, opts ...Option) *Fleet {
+func newTestFleet(t testing.TB, rdb redis.UniversalClient, name string, clock *retrytest.Clock, opts ...Option) *Fleet {
 	t.Helper()
 	f, err := newFleet(rdb, name, append([]Option{WithClock(clock)}, opts...))
 	require.NoError(t, err)
