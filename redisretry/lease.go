@@ -129,27 +129,25 @@ func (f *Fleet) refreshWithin(ctx context.Context) {
 
 // A report is what a refresh tells the fleet.
 type report struct {
-	demand, want, held, heldBack float64
+	demand, want, heldBack       float64
 	attempts, throttles, retries int64
 	exactRefusals                int64
 	limiter                      retry.RateLimiterStats
-	spent                        int
-	at                           time.Time
 }
 
 // measure reads what the process did since the last successful refresh.
 // f.mu must be held.
 func (f *Fleet) measure(now time.Time) report {
 	s := f.limiter.Stats()
-	r := report{limiter: s, at: now, exactRefusals: f.refusals.Load()}
+	r := report{limiter: s, exactRefusals: f.refusals.Load()}
 	r.attempts = max(s.Attempts-f.ls.attempts, 0)
 	r.throttles = max(s.Throttles-f.ls.throttles, 0)
 	refusals := max(s.Refusals-f.ls.refusals, 0)
 	// The retries made are the tokens taken from the quota since the last
 	// grant (a retry that succeeds gives its token back: the budget
 	// counts the retries that failed).
-	r.spent = max(f.ls.grant-int(f.quota.Stats().Available), 0)
-	r.retries = min(int64(r.spent), r.attempts)
+	spent := max(f.ls.grant-int(f.quota.Stats().Available), 0)
+	r.retries = min(int64(spent), r.attempts)
 	dt := f.cfg.interval.Seconds()
 	if !f.ls.at.IsZero() {
 		dt = max(now.Sub(f.ls.at).Seconds(), dt/2)
@@ -169,7 +167,7 @@ func (f *Fleet) measure(now time.Time) report {
 	// than its share (up to twice it) only when it was held back in most
 	// of the last few intervals.
 	exact := f.exact.Load()
-	refusals += max(f.refusals.Load()-f.ls.exactRefusals, 0)
+	refusals += max(r.exactRefusals-f.ls.exactRefusals, 0)
 	sent := float64(r.attempts) / dt
 	sample := sent
 	if exact {
@@ -199,9 +197,6 @@ func (f *Fleet) measure(now time.Time) report {
 	case refusals > 0:
 		r.want = max(r.want, sent*(1+wantMargin))
 	}
-	if f.ls.share > 0 && !math.IsInf(f.ls.share, 1) {
-		r.held = f.ls.share
-	}
 	return r
 }
 
@@ -218,7 +213,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		capacity = f.cfg.rate * (1 - f.cfg.headroom)
 	}
 	args := []any{
-		f.cfg.member, fmtFloat(r.want), fmtFloat(r.held), r.attempts, r.throttles, r.retries,
+		f.cfg.member, fmtFloat(r.want), r.attempts, r.throttles, r.retries,
 		f.cfg.interval.Microseconds(), f.cfg.lease.Microseconds(), fmtFloat(capacity),
 		fmtFloat(f.cfg.ratio), fmtFloat(f.cfg.floor), f.cfg.window.Microseconds(),
 		fmtFloat(learnBeta), fmtFloat(learnGrowth), fmtFloat(learnTolerance), f.scriptNow(),

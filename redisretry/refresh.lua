@@ -5,19 +5,18 @@
 -- KEYS[3]  the slots hash of exact admission (see gcra.lua)
 -- ARGV[1]  member id
 -- ARGV[2]  want: the sends per second the member would make, unrestricted
--- ARGV[3]  held: the share the member holds now (0: none), for the record
--- ARGV[4]  attempts, ARGV[5] throttles, ARGV[6] retries: counts since the
+-- ARGV[3]  attempts, ARGV[4] throttles, ARGV[5] retries: counts since the
 --          member's last call
--- ARGV[7]  interval, ARGV[8] lease: microseconds
--- ARGV[9]  configured capacity in sends per second, 0 to learn it
--- ARGV[10] retry ratio, ARGV[11] retry floor (retries per second),
--- ARGV[12] retry window (microseconds)
--- ARGV[13] learning: beta, ARGV[14] growth, ARGV[15] tolerance
--- ARGV[16] now in microseconds, or "" to read Redis's clock
--- ARGV[17] learning: start, ARGV[18] cooldown (microseconds),
--- ARGV[19] the least capacity learned (sends per second), ARGV[20] how
--- many epochs of counts a cut is decided on, ARGV[21] the least attempts
--- it is decided on, ARGV[22] the largest fleet divided again when a
+-- ARGV[6]  interval, ARGV[7] lease: microseconds
+-- ARGV[8]  configured capacity in sends per second, 0 to learn it
+-- ARGV[9]  retry ratio, ARGV[10] retry floor (retries per second),
+-- ARGV[11] retry window (microseconds)
+-- ARGV[12] learning: beta, ARGV[13] growth, ARGV[14] tolerance
+-- ARGV[15] now in microseconds, or "" to read Redis's clock
+-- ARGV[16] learning: start, ARGV[17] cooldown (microseconds),
+-- ARGV[18] the least capacity learned (sends per second), ARGV[19] how
+-- many epochs of counts a cut is decided on, ARGV[20] the least attempts
+-- it is decided on, ARGV[21] the largest fleet divided again when a
 -- member joins
 --
 -- Returns {share, grant, members, capacity, level, seq}, numbers as
@@ -43,16 +42,15 @@ end
 local members, statekey = KEYS[1], KEYS[2]
 local id = ARGV[1]
 local want = arg(2, 0, BIG)
-local _ = arg(3, 0, BIG)
-local attempts, throttles, retries = arg(4, 0, BIG), arg(5, 0, BIG), arg(6, 0, BIG)
-local interval, lease = arg(7, 1000, BIG), arg(8, 1000, BIG)
-local configured = arg(9, 0, BIG)
-local ratio, floor, window = arg(10, 0, BIG), arg(11, 0, BIG), arg(12, 0, BIG)
-local beta, growth, tolerance = arg(13, 0, 1), arg(14, 0, BIG), arg(15, 0, 1)
-local start, cooldown, minrate = arg(17, 0, 1), arg(18, 0, BIG), arg(19, 0, BIG)
-local epochs, minattempts = arg(20, 1, 1000), arg(21, 0, BIG)
-local maxdivide = arg(22, 0, BIG)
-local now = num(ARGV[16], 0, 1e18)
+local attempts, throttles, retries = arg(3, 0, BIG), arg(4, 0, BIG), arg(5, 0, BIG)
+local interval, lease = arg(6, 1000, BIG), arg(7, 1000, BIG)
+local configured = arg(8, 0, BIG)
+local ratio, floor, window = arg(9, 0, BIG), arg(10, 0, BIG), arg(11, 0, BIG)
+local beta, growth, tolerance = arg(12, 0, 1), arg(13, 0, BIG), arg(14, 0, 1)
+local start, cooldown, minrate = arg(16, 0, 1), arg(17, 0, BIG), arg(18, 0, BIG)
+local epochs, minattempts = arg(19, 1, 1000), arg(20, 0, BIG)
+local maxdivide = arg(21, 0, BIG)
+local now = num(ARGV[15], 0, 1e18)
 if now == nil then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -87,9 +85,9 @@ ea, et, ex = ea + attempts, et + throttles, ex + retries
 -- The member's record. A member without one (new, or its record expired
 -- or was lost, as when Redis restarted empty) holds nothing as far as the
 -- fleet knows: it gets a share only from what the others leave, so that
--- the shares are rebuilt without a burst. (held, what it says it holds,
--- is not trusted: a member that cannot reach Redis keeps it only until
--- its lease ends.)
+-- the shares are rebuilt without a burst. (What it held before is not
+-- asked: a member that cannot reach Redis keeps its share only until its
+-- lease ends.)
 local rec = redis.call('HGET', members, id)
 local oldheld, seq = 0, nil
 if rec then
