@@ -124,6 +124,9 @@ func (e *engine) next(t *token, c Classification) error {
 	}
 	attempts := t.retries + 1
 	if attempts >= e.maxAttempts {
+		if st.bucket != nil {
+			st.bucket.failed(c)
+		}
 		return ErrMaxAttemptsExceeded // the caller knows the count: it made the attempts
 	}
 
@@ -148,10 +151,23 @@ func (e *engine) next(t *token, c Classification) error {
 	}
 
 	cost := 0
-	if st.bucket != nil {
-		cost = st.bucket.RetryCost(c)
-		w, err := st.bucket.Acquire(cost)
+	if b := st.bucket; b != nil {
+		if c.Timeout && t.retries > 0 {
+			// A retry that timed out too: the service is slow, not
+			// unlucky, and each retry adds work it may still be doing.
+			b.failed(c)
+		}
+		if err := b.spendRetry(t.retries == 0); err != nil {
+			if e.longPolling {
+				return &refusal{err: err, wait: backoff}
+			}
+			return err
+		}
+		cost = b.RetryCost(c)
+		w, err := b.Acquire(cost)
 		if err != nil {
+			b.refundRetry()
+			b.failed(c)
 			if e.longPolling {
 				return &refusal{err: err, wait: backoff}
 			}
@@ -205,6 +221,9 @@ func (e *engine) record(t *token) {
 	}
 	if st.limiter != nil {
 		st.limiter.Update(false)
+	}
+	if st.bucket != nil {
+		st.bucket.succeeded()
 	}
 	e.giveBack(t) // a retry's success returns what it took
 }

@@ -99,8 +99,6 @@ const (
 	// hedgeRecompute is how often, in recorded latencies, the adaptive
 	// delay is estimated again.
 	hedgeRecompute = 16
-	// budgetUnit is one hedge, in the budget's units.
-	budgetUnit = 1_000_000
 )
 
 type hedgingConfig struct {

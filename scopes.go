@@ -70,6 +70,7 @@ func (st *scopeState) record() {
 		l.update(false)
 	}
 	if b := st.bucket; b != nil && !b.full.Load() {
+		b.succeeded()
 		_ = b.Release(b.cfg.initialTrySuccessIncrement)
 	}
 }

@@ -262,9 +262,11 @@ func TestBotocoreRetryQuota(t *testing.T) {
 // The botocore quota-checker cases of the seed profile: a retry after a
 // generic error costs 5 and after a timeout 10; a success after a retry
 // gives its cost back, one without a retry adds 1; a failure gives nothing.
+// They check the quota alone, as the AWS SDKs have it: without the retry
+// budget, which would refuse the retries of a scope whose calls give up.
 func TestBotocoreQuotaCheckerLegacy(t *testing.T) {
 	newStrategy := func(t *testing.T, capacity int) (*retry.Standard, *retry.TokenBucket) {
-		q, err := retry.NewTokenBucket(retry.WithMaxCapacity(capacity))
+		q, err := retry.NewTokenBucket(retry.WithMaxCapacity(capacity), retry.WithRetryBudget(0))
 		require.NoError(t, err)
 		s, err := retry.NewStandard(retry.WithRetryQuota(q), retry.WithMaxAttempts(10))
 		require.NoError(t, err)

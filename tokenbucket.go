@@ -17,6 +17,10 @@ const (
 	DefaultTimeoutRetryCost           = 10
 	DefaultThrottlingRetryCost        = 5
 	DefaultRefillRate                 = 0 // tokens per second
+
+	// DefaultRetryBudget is the share of its requests that a failing
+	// scope may retry (see WithRetryBudget): Finagle's and Envoy's 20%.
+	DefaultRetryBudget = 0.2
 )
 
 // A TokenBucket is a retry quota: a pool of tokens that retries spend and
@@ -29,6 +33,9 @@ const (
 // retry cost) before it is made. A success on the first attempt adds the
 // initial-try success increment; a success after retries gives back what
 // the last retry took. The bucket never holds more than its capacity.
+//
+// A retry budget bounds the retries of a scope that is failing, where the
+// quota alone cannot: see WithRetryBudget.
 //
 // When a retry's cost is more than the bucket holds, a bucket in
 // circuit-breaker mode (the default) refuses it with ErrRetryQuotaExceeded.
@@ -47,7 +54,13 @@ const (
 type TokenBucket struct {
 	cfg bucketConfig
 
-	full atomic.Bool // the bucket holds its capacity; read without the lock
+	full atomic.Bool // the bucket holds its capacity, and its scope is not failing; read without the lock
+
+	// failing is set while the bucket's scope is failing, and budget then
+	// holds the retries it may make, in budgetUnit per retry (see
+	// WithRetryBudget).
+	failing atomic.Bool
+	budget  atomic.Int64
 
 	// A bucket that does not refill (the default) holds a whole number of
 	// tokens, which it counts in tokens and changes with atomic adds and
@@ -78,6 +91,7 @@ type bucketConfig struct {
 	throttlingRetryCost        int
 	refillRate                 float64
 	circuitBreaker             bool
+	retryBudget                float64 // 0: none
 }
 
 func defaultBucketConfig() bucketConfig {
@@ -91,6 +105,7 @@ func defaultBucketConfig() bucketConfig {
 		throttlingRetryCost:        DefaultThrottlingRetryCost,
 		refillRate:                 DefaultRefillRate,
 		circuitBreaker:             true,
+		retryBudget:                DefaultRetryBudget,
 	}
 }
 
@@ -117,6 +132,8 @@ func (c *bucketConfig) validate() error {
 		return configError("WithRefillRate", c.refillRate, "a finite number >= 0")
 	case !c.circuitBreaker && c.refillRate == 0:
 		return configError("WithRefillRate", c.refillRate, "> 0 when WithCircuitBreaker(false) selects wait mode")
+	case !(c.retryBudget >= 0 && c.retryBudget <= 1):
+		return configError("WithRetryBudget", c.retryBudget, "in [0, 1] (0: no budget, the quota alone)")
 	}
 	return nil
 }
@@ -342,7 +359,7 @@ func (b *TokenBucket) putCounted(n int64) {
 				// sees: the flag is not left set on a bucket that is not
 				// full (Release checks the count too, for the moment it
 				// is).
-				b.full.Store(true)
+				b.setFull()
 				if b.tokens.Load() != capacity {
 					b.full.Store(false)
 				}
@@ -363,7 +380,7 @@ func (b *TokenBucket) put(n float64) {
 	capacity := float64(b.cfg.maxCapacity)
 	b.level = min(b.level+n, capacity)
 	if b.level == capacity {
-		b.full.Store(true)
+		b.setFull()
 	}
 }
 
@@ -394,6 +411,11 @@ type TokenBucketStats struct {
 	Capacity       int     // the most the bucket holds
 	RefillRate     float64 // tokens per second that flow back by themselves
 	CircuitBreaker bool    // true: refuse retries it cannot pay; false: wait
+
+	// Failing reports whether the bucket's scope is failing (see
+	// WithRetryBudget), and Budget the retries its budget holds then.
+	Failing bool
+	Budget  float64
 }
 
 // Stats returns a consistent snapshot of the bucket's state at its clock's
@@ -402,21 +424,17 @@ func (b *TokenBucket) Stats() TokenBucketStats {
 	if !b.valid() {
 		return TokenBucketStats{}
 	}
+	s := TokenBucketStats{Capacity: b.cfg.maxCapacity, RefillRate: b.cfg.refillRate, CircuitBreaker: b.cfg.circuitBreaker}
+	if b.failing.Load() {
+		s.Failing, s.Budget = true, float64(max(b.budget.Load(), 0))/budgetUnit
+	}
 	if b.cfg.refillRate == 0 {
-		return TokenBucketStats{
-			Available:      float64(max(b.tokens.Load(), 0)), // a take's overdraft, given back at once, is not shown
-			Capacity:       b.cfg.maxCapacity,
-			CircuitBreaker: b.cfg.circuitBreaker,
-		}
+		s.Available = float64(max(b.tokens.Load(), 0)) // a take's overdraft, given back at once, is not shown
+		return s
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill()
-	return TokenBucketStats{
-		Available:      max(b.level, 0),
-		Owed:           max(-b.level, 0),
-		Capacity:       b.cfg.maxCapacity,
-		RefillRate:     b.cfg.refillRate,
-		CircuitBreaker: b.cfg.circuitBreaker,
-	}
+	s.Available, s.Owed = max(b.level, 0), max(-b.level, 0)
+	return s
 }

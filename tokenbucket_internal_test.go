@@ -74,3 +74,30 @@ func TestTokenBucketFullFlagRace(t *testing.T) {
 		}
 	}
 }
+
+// A failing scope holds its bucket's full flag down, so that first-attempt
+// successes reach succeeded; when the failure ends, a bucket that holds
+// its capacity sets it again, so that they cost one atomic load again.
+// Both kinds of bucket: counted, and refilling under the lock.
+func TestRetryBudgetFullFlag(t *testing.T) {
+	for _, refill := range []float64{0, 1000} {
+		cfg := defaultBucketConfig()
+		cfg.refillRate = refill
+		b := newTokenBucket(cfg)
+		b.failed(Classification{Safety: SafetyYes})
+		if b.full.Load() || !b.failing.Load() {
+			t.Fatalf("refill %v: failing, the full flag is %v", refill, b.full.Load())
+		}
+		if err := b.Release(1); err != nil || b.full.Load() {
+			t.Fatalf("refill %v: a release to a full bucket set the flag of a failing scope", refill)
+		}
+		b.succeeded()
+		if !b.full.Load() || b.failing.Load() {
+			t.Fatalf("refill %v: recovered, full %v failing %v", refill, b.full.Load(), b.failing.Load())
+		}
+		b.failed(Classification{Safety: SafetyYes, Throttle: true})
+		if !b.full.Load() || b.failing.Load() {
+			t.Fatalf("refill %v: a throttle started a failure", refill)
+		}
+	}
+}

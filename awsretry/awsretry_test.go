@@ -149,6 +149,7 @@ func TestConcurrentCalls(t *testing.T) {
 			var ev events
 			s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff), retry.WithMaxCapacity(10*calls),
 				retry.WithInitialTrySuccessIncrement(0), // what successes add would depend on their order
+				retry.WithRetryBudget(0),                // so would what the budget allows, once a call gives up
 				ev.hook())
 			require.NoError(t, err)
 			fake := newFake(func(key string) []reply { return patterns[pattern(key)].script })
@@ -411,7 +412,9 @@ func TestByHand(t *testing.T) {
 func TestAttemptLimit(t *testing.T) {
 	t.Setenv("AWS_MAX_ATTEMPTS", "1")
 	var ev events
-	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff), retry.WithMaxAttempts(5), ev.hook())
+	// The quota alone: the retry budget would refuse the second call's
+	// retry once the first has given up.
+	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff), retry.WithMaxAttempts(5), retry.WithRetryBudget(0), ev.hook())
 	require.NoError(t, err)
 	fake := newFake(func(string) []reply { return []reply{internal, internal, internal, internal, internal} })
 	client := newClient(t, fake, "", awsretry.WithStrategy(s))

@@ -98,7 +98,9 @@ func failing(errs ...error) func(context.Context) (int, error) {
 func TestHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, reader := newMetrics(t)
-		s, err := retry.NewStandard(retry.WithHook(m.Hook()), retry.WithBackoff(retry.ConstantBackoff(time.Second)))
+		// The quota alone: with the retry budget, the call after the one
+		// that gives up would be refused its retry (reason "quota").
+		s, err := retry.NewStandard(retry.WithHook(m.Hook()), retry.WithBackoff(retry.ConstantBackoff(time.Second)), retry.WithRetryBudget(0))
 		require.NoError(t, err)
 		ctx := t.Context()
 		transient := retry.Transient(errors.New("reset"))

@@ -76,22 +76,27 @@ type ChainConfig struct {
 	Name     string
 	Attempts []int
 	Policy   retry.LayerPolicy
+	// QuotaOnly turns the retry budget off (WithRetryBudget(0)): each
+	// layer's retries are bound by its quota alone, as in the AWS SDKs.
+	QuotaOnly bool
 }
 
 // ChainConfigs returns the configurations the demo compares for a chain of
-// three layers: no coordination (3 attempts at every layer), the layer
+// three layers: no coordination (3 attempts at every layer, with the AWS
+// SDKs' quota alone, and with the default retry budget too), the layer
 // nearest the failure (NewHandler's default), retries where the caller
 // will not retry (each layer sends its attempts, as Transport.SendAttempts
 // does), retries at one layer only
 // (the top, or the one that calls the bottom), and no retries.
 func ChainConfigs() []ChainConfig {
 	return []ChainConfig{
-		{"every layer 3/3/3", []int{3, 3, 3}, retry.RetryEveryLayer},
-		{"nearest failure 3/3/3", []int{3, 3, 3}, retry.RetryNearestFailure},
-		{"if caller won't 3/3/3", []int{3, 3, 3}, retry.RetryIfCallerWont},
-		{"top only 3/1/1", []int{3, 1, 1}, retry.RetryEveryLayer},
-		{"bottom only 1/1/3", []int{1, 1, 3}, retry.RetryEveryLayer},
-		{"no retries 1/1/1", []int{1, 1, 1}, retry.RetryEveryLayer},
+		{Name: "every layer 3/3/3, quota only", Attempts: []int{3, 3, 3}, Policy: retry.RetryEveryLayer, QuotaOnly: true},
+		{Name: "every layer 3/3/3", Attempts: []int{3, 3, 3}, Policy: retry.RetryEveryLayer},
+		{Name: "nearest failure 3/3/3", Attempts: []int{3, 3, 3}, Policy: retry.RetryNearestFailure},
+		{Name: "if caller won't 3/3/3", Attempts: []int{3, 3, 3}, Policy: retry.RetryIfCallerWont},
+		{Name: "top only 3/1/1", Attempts: []int{3, 1, 1}, Policy: retry.RetryEveryLayer},
+		{Name: "bottom only 1/1/3", Attempts: []int{1, 1, 3}, Policy: retry.RetryEveryLayer},
+		{Name: "no retries 1/1/1", Attempts: []int{1, 1, 1}, Policy: retry.RetryEveryLayer},
 	}
 }
 
@@ -123,8 +128,12 @@ func RunChain(sc ChainScenario, cfg ChainConfig, seed uint64) (ChainResult, erro
 	c.layers = make([][]*retry.Standard, sc.Layers)
 	for l := range c.layers {
 		for i := range sc.Clients {
-			s, err := retry.NewStandard(retry.WithClock(c.clock), retry.WithMaxAttempts(cfg.Attempts[l]),
-				retry.WithBackoff(mustJitteredBackoff(newRand(seed, streamJitter+uint64(l*sc.Clients+i)).Float64)))
+			opts := []retry.StandardOption{retry.WithClock(c.clock), retry.WithMaxAttempts(cfg.Attempts[l]),
+				retry.WithBackoff(mustJitteredBackoff(newRand(seed, streamJitter+uint64(l*sc.Clients+i)).Float64))}
+			if cfg.QuotaOnly {
+				opts = append(opts, retry.WithRetryBudget(0))
+			}
+			s, err := retry.NewStandard(opts...)
 			if err != nil {
 				return ChainResult{}, err
 			}
@@ -334,12 +343,12 @@ func CompareChains(scenarios []ChainScenario, configs []ChainConfig, seeds []uin
 
 // WriteChainTable writes summaries as a table, min-max over the seeds.
 func WriteChainTable(w io.Writer, summaries []ChainSummary, seeds int) error {
-	_, err := fmt.Fprintf(w, "%-22s %-24s %17s %19s %15s\n", "chain", "retries", "bottom attempts/req", "goodput req/s", "succeeded")
+	_, err := fmt.Fprintf(w, "%-22s %-30s %17s %19s %15s\n", "chain", "retries", "bottom attempts/req", "goodput req/s", "succeeded")
 	if err != nil {
 		return err
 	}
 	for _, s := range summaries {
-		if _, err := fmt.Fprintf(w, "%-22s %-24s %8.2f-%-8.2f %9.1f-%-9.1f %6.1f-%5.1f%%\n", s.Scenario, s.Config,
+		if _, err := fmt.Fprintf(w, "%-22s %-30s %8.2f-%-8.2f %9.1f-%-9.1f %6.1f-%5.1f%%\n", s.Scenario, s.Config,
 			s.AttemptsMin, s.AttemptsMax, s.GoodputMin, s.GoodputMax, 100*s.SucceededMin, 100*s.SucceededMax); err != nil {
 			return err
 		}
