@@ -123,6 +123,35 @@ func ExampleWithRetryQuota() {
 	// 1 attempts, quota left 0, quota exceeded: true
 }
 
+// A scope whose request gave up fails, and while it fails its retries
+// come from the retry budget: a fifth of a retry for each request whose
+// first attempt fails. The quota holds plenty; the budget says no until
+// five requests have paid for a retry. A success ends the failure.
+func ExampleWithRetryBudget() {
+	s, _ := retry.NewStandard(retry.WithBackoff(retry.NoBackoff)) // the default budget, 20%
+	ctx := context.Background()
+	down := func(ctx context.Context) error { return &apiError{Status: 503} }
+	for range 6 {
+		err := retry.Run(ctx, down, retry.WithStrategy(s))
+		var e *retry.Error
+		errors.As(err, &e)
+		fmt.Printf("%d attempts, refused by the budget: %v\n", e.Attempts, errors.Is(err, retry.ErrRetryQuotaExceeded))
+	}
+	_ = retry.Run(ctx, func(ctx context.Context) error { return nil }, retry.WithStrategy(s))
+	err := retry.Run(ctx, down, retry.WithStrategy(s))
+	var e *retry.Error
+	errors.As(err, &e)
+	fmt.Printf("after a success: %d attempts\n", e.Attempts)
+	// Output:
+	// 3 attempts, refused by the budget: false
+	// 1 attempts, refused by the budget: true
+	// 1 attempts, refused by the budget: true
+	// 1 attempts, refused by the budget: true
+	// 1 attempts, refused by the budget: true
+	// 2 attempts, refused by the budget: true
+	// after a success: 3 attempts
+}
+
 // Classify reads status codes, AWS error codes, network errors and the
 // marks that the helpers put on errors.
 func ExampleClassify() {

@@ -15,7 +15,10 @@ const DefaultMaxAttempts = 3
 // of attempts, waiting an exponential backoff with jitter between attempts
 // (at least as long as the service's retry-after hint), and pays for each
 // retry from a retry quota (a TokenBucket) so that a broad outage stops
-// retries instead of multiplying load.
+// retries instead of multiplying load. While a scope fails, its retries are
+// also bound to a share of its requests (WithRetryBudget, default 20%),
+// which bounds a fleet of small clients where a quota per client cannot;
+// WithRetryBudget(0) leaves the quota alone, as the AWS SDKs have it.
 //
 // Each scope passed to AcquireInitialToken has its own bucket, made with
 // the strategy's token bucket options, unless WithRetryQuota shares one

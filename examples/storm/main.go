@@ -3,8 +3,9 @@
 // the adaptive mode (with its defaults and with the published algorithm of
 // the AWS SDKs); then the backoff jitter kinds (none, full, equal,
 // decorrelated) when many clients retry after one shared failure; then
-// retries across the layers of a call chain, and hedged requests against
-// a service with a slow tail.
+// retries across the layers of a call chain, Brooker's metastable trigger
+// split over 10, 100 and 1,000 clients, and hedged requests against a
+// service with a slow tail.
 //
 //	go run ./examples/storm                 # prints the table, writes storm.svg
 //	go run ./examples/storm -svg docs/storm.svg -seed 7
@@ -124,6 +125,17 @@ whatever the load; in an outage it answers 503.
 			log.Fatal(err)
 		}
 		fmt.Printf("chart: %s\n", *chainSVG)
+	}
+
+	// Brooker's metastable trigger over 10, 100 and 1,000 clients, over the
+	// same five seeds.
+	metastable, err := storm.CompareMetastable(storm.MetastableScenarios(), storm.MetastableModes, seeds)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := storm.WriteMetastableTable(os.Stdout, metastable, len(seeds)); err != nil {
+		log.Fatal(err)
 	}
 
 	// Hedged requests against a service with a slow tail (retry.Hedging),

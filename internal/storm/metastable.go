@@ -319,8 +319,9 @@ func span(mm *[2]float64, v float64) {
 	mm[0], mm[1] = min(mm[0], v), max(mm[1], v)
 }
 
-// MetastableModes are the modes the metastable table compares.
-var MetastableModes = []Mode{None, Naive, Standard, Adaptive}
+// MetastableModes are the modes the metastable table compares: the AWS
+// SDKs' standard mode (the quota alone) beside retrykit's.
+var MetastableModes = []Mode{None, Naive, QuotaOnly, Standard, Adaptive}
 
 // WriteMetastableTable writes summaries as a Markdown table.
 func WriteMetastableTable(w io.Writer, summaries []MetastableSummary, seeds int) error {

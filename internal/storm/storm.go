@@ -65,6 +65,10 @@ const (
 	// AdaptivePublished is NewAdaptive with the published algorithm of the
 	// AWS SDKs: WithPublishedCUBIC(), a reduction on every throttle.
 	AdaptivePublished
+	// QuotaOnly is NewStandard without the retry budget,
+	// WithRetryBudget(0): the AWS SDKs' standard mode, whose quota alone
+	// bounds retries. Only the metastable comparison shows it.
+	QuotaOnly
 )
 
 // Modes lists every mode, in the order reports show them.
@@ -83,6 +87,8 @@ func (m Mode) String() string {
 		return "adaptive"
 	case AdaptivePublished:
 		return "adaptive-published"
+	case QuotaOnly:
+		return "standard, quota only"
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
@@ -100,6 +106,8 @@ func (m Mode) Description() string {
 		return "NewAdaptive(): defaults (standard + rate limiter that cuts by the throttled share above what it tolerates); waits at most MaxSendWait (2s) for a send slot"
 	case AdaptivePublished:
 		return "NewAdaptive(WithPublishedCUBIC()): the AWS SDKs' published algorithm, a reduction on every throttle"
+	case QuotaOnly:
+		return "NewStandard(WithRetryBudget(0)): the AWS SDKs' standard mode, the quota alone"
 	}
 	return m.String()
 }
@@ -146,6 +154,8 @@ func (m Mode) newStrategy(clock retry.Clock, random func() float64, maxSendWait 
 	case AdaptivePublished:
 		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithPublishedCUBIC(),
 			retry.WithMaxSendWait(maxSendWait))
+	case QuotaOnly:
+		return retry.NewStandard(retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithRetryBudget(0))
 	}
 	return nil, fmt.Errorf("storm: unknown mode %d", int(m))
 }
