@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/time/rate"
 )
@@ -61,25 +60,6 @@ const (
 // maxRateFactor bounds the send rate to this multiple of the measured send
 // rate, so a client that sends little cannot build up a rate it never used.
 const maxRateFactor = 2
-
-// The default algorithm's fixed parameters (see RateLimiter).
-const (
-	// evidenceWindows is how many of the newest measurement windows a cut
-	// is decided on: one second with the default window.
-	evidenceWindows = 2
-	// significance is how many standard deviations above the tolerated
-	// share the throttles must be to cut: with n attempts and a tolerated
-	// share p, more than p*n + significance*sqrt(p*n).
-	significance = 2
-	// learnWindows and learnAttempts: the load-independent share is
-	// learned over the last learnWindows windows, when they hold at least
-	// learnAttempts attempts.
-	learnWindows  = 8
-	learnAttempts = 40
-	// limitingShare: the limiter counts as limiting the client when it
-	// sends at least this share of the allowed rate.
-	limitingShare = 0.6
-)
 
 // A RateLimiter paces the attempts a client sends to a service: the
 // client-side send-rate limiter of adaptive retry mode, which slows a
@@ -201,14 +181,16 @@ type RateLimiter struct {
 	uncounted successCount
 	spread    atomic.Pointer[spreadCounts]
 
-	mu       sync.Mutex
-	bucket   rate.Limiter // the send tokens; its limit is fillRate, its burst floor(capacity)
-	measured float64      // smoothed measured send rate, per second
-	count    int          // attempts counted since lastWindow began
+	mu  sync.Mutex
+	alg algorithm // sets the rate from the outcomes of attempts
+	// bucket holds the send tokens; its limit is fillRate, its burst
+	// floor(capacity).
+	bucket   rate.Limiter
+	measured float64 // smoothed measured send rate, per second
+	count    int     // attempts counted since lastWindow began
 	// lastWindow is where the last measurement window began, in seconds
 	// since start.
 	lastWindow float64
-	calculated float64 // published: the last rate CUBIC calculated
 	// lastMaxRate is the rate the growth curve is centred on: published,
 	// the rate in use at the last reduction; default, the capacity
 	// estimate W.
@@ -216,8 +198,7 @@ type RateLimiter struct {
 	lastThrottle time.Time // when the curve last started; start before the first
 	fillRate     float64
 	capacity     float64
-	burst        int        // the bucket's burst: floor(capacity), or 0 just after a cut emptied it
-	share        shareState // the default algorithm's state
+	burst        int // the bucket's burst: floor(capacity), or 0 just after a cut emptied it
 
 	// assigned is the Assignment in force (see Assign): its Rate is 0 when
 	// there is none. ceiling bounds the own algorithm's rate after an
@@ -232,19 +213,6 @@ type RateLimiter struct {
 	total    windowCount
 	refusals int64
 }
-
-// shareState is the default algorithm's record of throttled shares.
-type shareState struct {
-	open   windowCount               // the current measurement window
-	recent [learnWindows]windowCount // the last closed windows, oldest first
-	fresh  int                       // how many of recent hold counts
-
-	accepted bool    // an attempt was accepted: throttles count from now on
-	learned  float64 // the load-independent throttled share
-}
-
-// windowCount counts the attempts and throttles of measurement windows.
-type windowCount struct{ attempts, throttles int }
 
 // RateLimiterStats is a snapshot of a RateLimiter's state.
 type RateLimiterStats struct {
@@ -363,8 +331,33 @@ func newRateLimiter(c limiterConfig) *RateLimiter {
 	now := c.clock.Now()
 	_, system := c.clock.(systemClock)
 	l := &RateLimiter{cfg: c, start: now, lastThrottle: now, monotonic: system && now != now.Round(0)}
+	if c.published {
+		l.alg = new(publishedCUBIC)
+	} else {
+		l.alg = new(excessShare)
+	}
 	l.bucket.SetLimitAt(now, 0)
 	return l
+}
+
+// An algorithm sets a RateLimiter's send rate from the outcomes of its
+// attempts: the default one (excessShare, in ratelimiter_default.go) or
+// the published one (publishedCUBIC, in ratelimiter_published.go). The
+// limiter does the rest the same way for both: it paces sends with its
+// token bucket, measures the send rate, keeps the growth curve's centre
+// and start, follows assignments, and counts successes without the lock
+// (ratelimiter_successes.go) while the algorithm lets it.
+type algorithm interface {
+	// update records the outcome of one attempt at now, which the
+	// limiter's totals already count, and sets the rate. l.mu is held.
+	update(l *RateLimiter, now time.Time, throttled bool)
+	// resume starts the algorithm from rate at t, as if it had cut the
+	// rate to it then: an assignment of that rate ended at t. l.mu is
+	// held.
+	resume(l *RateLimiter, t time.Time, rate float64)
+	// learnedShare is the throttled share the algorithm has learned not
+	// to depend on the client's rate (RateLimiterStats.LearnedShare).
+	learnedShare() float64
 }
 
 // Acquire reserves one send slot and reports how long the caller must wait
@@ -519,18 +512,24 @@ func (l *RateLimiter) assignedRate(now time.Time) float64 {
 	if math.IsInf(a.Rate, 1) {
 		l.enabled.Store(l.pacedBefore)
 	} else {
-		l.restart(a.Until, a.Rate)
-		l.calculated = a.Rate
-		if l.cfg.published {
-			// The published curve starts at beta times its maximum.
-			l.lastMaxRate = a.Rate / l.cfg.beta
-		}
+		l.alg.resume(l, a.Until, a.Rate)
 		// The measured rate may lag what the assignment allowed: let the
 		// algorithm start from the assigned rate, not from twice a
 		// measurement that the assignment held down.
 		l.measured = max(l.measured, a.Rate/maxRateFactor)
 	}
 	return 0
+}
+
+// followAssignment sets the rate of the assignment in force at now, if
+// there is one, and reports whether there is: the algorithm then leaves
+// the rate alone. l.mu must be held.
+func (l *RateLimiter) followAssignment(now time.Time) bool {
+	r := l.assignedRate(now)
+	if r > 0 && !math.IsInf(r, 1) {
+		l.setRate(now, r)
+	}
+	return r > 0
 }
 
 // Update records the outcome of one attempt at the clock's current time:
@@ -545,142 +544,6 @@ func (l *RateLimiter) Update(throttled bool) {
 		return
 	}
 	l.update(throttled)
-}
-
-// countSuccess counts a success without the lock if it falls within the
-// open window of the default algorithm before its first cut (see
-// fastUntil), and reports whether it did. Most calls, when successes come
-// fast, do not read the clock.
-func (l *RateLimiter) countSuccess() bool {
-	end := l.fastUntil.Load()
-	if end == 0 {
-		return false
-	}
-	c := l.successCounter()
-	old := c.n.Load()
-	if (old+1)&l.fastMask.Load() != 0 {
-		// Not this success's turn to read the clock.
-		if !c.n.CompareAndSwap(old, old+1) {
-			l.contended(c)
-		}
-		return true
-	}
-	return l.countReading(c, end)
-}
-
-// countReading is countSuccess for a success whose turn it is to read the
-// clock: it counts the success in c if the window, which ends at end, is
-// still open, and adapts the stride.
-func (l *RateLimiter) countReading(c *successCount, end int64) bool {
-	elapsed := int64(l.sinceStart())
-	l.stride(c, l.fastMask.Load(), elapsed)
-	if elapsed >= end {
-		return false
-	}
-	c.n.Add(1)
-	return true
-}
-
-// successCount counts successes without the lock, and keeps the time
-// since start of its last clock reading.
-type successCount struct {
-	n    atomic.Int64
-	read atomic.Int64
-}
-
-// spreadShards is how many counters spreadCounts has.
-const (
-	spreadBits   = 3
-	spreadShards = 1 << spreadBits
-)
-
-// spreadCounts are the counters of successes of a limiter that goroutines
-// count at the same moment, each on cache lines of its own.
-type spreadCounts [spreadShards]struct {
-	successCount
-	_ [112]byte // 128 bytes apart: never on the same line, nor on a pair of lines prefetched together
-}
-
-// successCounter returns the counter a success is counted in: uncounted,
-// until counting there was contended, and then the spread counter of the
-// calling goroutine. A goroutine is told by the address of its stack,
-// which is cheap to read and, unlike a random choice, stays the same from
-// one success to the next, so that a goroutine that keeps to one CPU keeps
-// to one counter. (A stack that grows or moves only picks another counter:
-// any counter is correct.)
-func (l *RateLimiter) successCounter() *successCount {
-	sp := l.spread.Load()
-	if sp == nil {
-		return &l.uncounted
-	}
-	var here byte
-	stack := uintptr(unsafe.Pointer(&here)) >> 11 // a goroutine's first stack is 2 KiB
-	return &sp[addressHash(stack, spreadBits)].successCount
-}
-
-// contended counts a success in c, whose counting was contended, and from
-// then on spreads the counting.
-func (l *RateLimiter) contended(c *successCount) {
-	c.n.Add(1)
-	if l.spread.Load() == nil {
-		sp := new(spreadCounts)
-		read := l.uncounted.read.Load()
-		for i := range sp {
-			sp[i].read.Store(read)
-		}
-		l.spread.CompareAndSwap(nil, sp)
-	}
-}
-
-// counters calls f with every counter of successes counted without the
-// lock: uncounted, and the spread ones once there are.
-func (l *RateLimiter) counters(f func(*successCount)) {
-	f(&l.uncounted)
-	if sp := l.spread.Load(); sp != nil {
-		for i := range sp {
-			f(&sp[i].successCount)
-		}
-	}
-}
-
-// takeUncounted returns the successes counted without the lock, and
-// zeroes their counters.
-func (l *RateLimiter) takeUncounted() int {
-	var n int64
-	l.counters(func(c *successCount) { n += c.n.Swap(0) })
-	return int(n)
-}
-
-// readAt sets the time of the last clock reading of every counter to
-// elapsed, the time since start.
-func (l *RateLimiter) readAt(elapsed int64) {
-	l.counters(func(c *successCount) { c.read.Store(elapsed) })
-}
-
-// maxFastStride bounds how many successes share one clock reading.
-const maxFastStride = 64
-
-// stride adapts how many successes share one clock reading, from the time
-// since c's last reading, which c's last mask+1 successes took: it doubles
-// the stride while they take under 0.5% of a measurement window, and when
-// they take over 1% it shrinks it to what would have taken 1% (to 1 at
-// once when successes slow down a lot). So the successes a window may
-// count after its end, fewer than the stride in each counter, arrived
-// within about 1% of a window of it when the rate is steady, and a client
-// that sends one attempt every 2.5 ms or slower (with the default window)
-// reads the clock for each.
-func (l *RateLimiter) stride(c *successCount, mask, elapsed int64) {
-	took := elapsed - c.read.Swap(elapsed)
-	switch limit := int64(l.cfg.window / 100); {
-	case took < limit/2 && mask < maxFastStride-1:
-		l.fastMask.CompareAndSwap(mask, 2*mask+1)
-	case took > limit && mask > 0:
-		n := mask + 1
-		for n > 1 && n*took > limit*(mask+1) {
-			n /= 2 // took/(mask+1) per success: n of them take n*took/(mask+1)
-		}
-		l.fastMask.CompareAndSwap(mask, n-1)
-	}
 }
 
 // now reads l's clock.
@@ -703,91 +566,11 @@ func (l *RateLimiter) sinceStart() time.Duration {
 func (l *RateLimiter) update(throttled bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now()
 	l.total.attempts++
 	if throttled {
 		l.total.throttles++
 	}
-	if l.cfg.published {
-		l.updatePublished(now, throttled)
-		return
-	}
-	l.foldUncounted()
-	l.updateDefault(now, throttled)
-	if l.share.accepted && !l.enabled.Load() && l.assigned.Rate == 0 {
-		l.fastUntil.Store(int64((l.lastWindow + l.cfg.window.Seconds()) * float64(time.Second)))
-		l.readAt(int64(now.Sub(l.start)))
-	} else {
-		l.fastUntil.Store(0)
-	}
-}
-
-// foldUncounted adds the successes counted without the lock to the open
-// window's counts. l.mu must be held.
-func (l *RateLimiter) foldUncounted() {
-	if n := l.takeUncounted(); n > 0 {
-		l.count += n
-		l.share.open.attempts += n
-		l.total.attempts += n
-	}
-}
-
-// updatePublished is the published algorithm's Update. l.mu must be held.
-func (l *RateLimiter) updatePublished(now time.Time, throttled bool) {
-	l.measure(now)
-	if r := l.assignedRate(now); r > 0 {
-		if !math.IsInf(r, 1) {
-			l.setRate(now, r)
-		}
-		return
-	}
-	if throttled && l.reduces(now) {
-		rateToUse := l.measured
-		if l.enabled.Load() {
-			rateToUse = min(l.measured, l.fillRate)
-		}
-		l.lastMaxRate = rateToUse
-		l.lastThrottle = now
-		l.calculated = rateToUse * l.cfg.beta
-		l.enabled.Store(true)
-	} else if !throttled {
-		dt := now.Sub(l.lastThrottle).Seconds()
-		l.calculated = cubicRate(dt, l.lastMaxRate, l.cfg.beta, l.cfg.scaleConstant)
-	}
-	// A throttle within the cooldown leaves the calculated rate as it was.
-	l.setRate(now, min(l.calculated, maxRateFactor*l.measured))
-}
-
-// updateDefault is the default algorithm's Update. l.mu must be held.
-func (l *RateLimiter) updateDefault(now time.Time, throttled bool) {
-	s := &l.share
-	if closed := l.measure(now); closed > 0 {
-		s.push(s.open)
-		s.open = windowCount{}
-		for range closed - 1 { // measure caps closed at learnWindows+1
-			s.push(windowCount{}) // windows without attempts
-		}
-		if l.assignedRate(now) == 0 {
-			l.decide(now)
-		}
-	}
-	switch {
-	case !throttled:
-		s.accepted = true
-		s.open.attempts++
-	case s.accepted:
-		// Start-up: throttles before the first accepted attempt say
-		// nothing about the rate the service accepts.
-		s.open.attempts++
-		s.open.throttles++
-	}
-	if r := l.assignedRate(now); r > 0 {
-		if !math.IsInf(r, 1) {
-			l.setRate(now, r)
-		}
-		return
-	}
-	l.setRate(now, l.defaultRate(now))
+	l.alg.update(l, l.now(), throttled)
 }
 
 // measure counts one attempt at now and, when now is in a later measurement
@@ -815,91 +598,12 @@ func (l *RateLimiter) measure(now time.Time) int {
 	return closed
 }
 
-// reduces reports whether a throttle at now reduces the rate in the
-// published algorithm: the first throttle always does, later ones only
-// after the cooldown. l.mu must be held.
-func (l *RateLimiter) reduces(now time.Time) bool {
-	return !l.enabled.Load() || now.Sub(l.lastThrottle) >= l.cfg.reductionCooldown
-}
-
-// push adds a closed window to the recent ones, dropping the oldest when
-// they are full.
-func (s *shareState) push(w windowCount) {
-	if s.fresh == len(s.recent) {
-		copy(s.recent[:], s.recent[1:])
-		s.fresh--
-	}
-	s.recent[s.fresh] = w
-	s.fresh++
-}
-
-// counts returns the attempts and throttles of the newest n recent windows.
-func (s *shareState) counts(n int) windowCount {
-	var c windowCount
-	for _, w := range s.recent[max(s.fresh-n, 0):s.fresh] {
-		c.attempts += w.attempts
-		c.throttles += w.throttles
-	}
-	return c
-}
-
-// share returns the throttled share of c; 0 without attempts.
-func (c windowCount) share() float64 {
-	if c.attempts == 0 {
-		return 0
-	}
-	return float64(c.throttles) / float64(c.attempts)
-}
-
-// decide runs the default algorithm when a measurement window has closed:
-// learn the load-independent share, then cut if the evidence calls for
-// it. l.mu must be held.
-func (l *RateLimiter) decide(now time.Time) {
-	s := &l.share
-	p := s.learned
-	// Not limiting the client: it has not cut yet, or the client sends
-	// well below the allowed rate.
-	free := !l.enabled.Load() || l.measured < limitingShare*l.fillRate
-	if free {
-		// A small share is not congestion this client causes: learn it.
-		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
-			s.learned = c.share()
-		}
-		p = max(s.learned, l.cfg.tolerance)
-	}
-	evidence := s.counts(evidenceWindows)
-	pn := p * float64(evidence.attempts)
-	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(pn) {
-		return
-	}
-	// Cut the rate in use: the measured rate, or the allowed rate while
-	// the limiter limits the client.
-	base := l.fillRate
-	if free {
-		base = l.measured
-	}
-	l.restart(now, base*max(1-(evidence.share()-p), l.cfg.beta))
-	// Empty the bucket: what it holds was earned at the rate just cut.
-	l.setBurst(now, 0)
-}
-
 // restart starts the growth curve at now from the rate r. l.mu must be
 // held.
 func (l *RateLimiter) restart(now time.Time, r float64) {
 	l.lastMaxRate = r
 	l.lastThrottle = now
 	l.enabled.Store(true)
-}
-
-// defaultRate returns the rate the default algorithm allows at now.
-// l.mu must be held.
-func (l *RateLimiter) defaultRate(now time.Time) float64 {
-	ceiling := maxRateFactor * l.measured
-	if !l.enabled.Load() { // not cut yet
-		return ceiling
-	}
-	t := now.Sub(l.lastThrottle).Seconds()
-	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling)
 }
 
 // setRate sets the fill rate and capacity the new rate calls for, within
@@ -945,19 +649,6 @@ func (l *RateLimiter) setBurst(now time.Time, burst int) {
 	}
 }
 
-// cubicK returns the time, in seconds after a reduction from maxRate, at
-// which the published CUBIC curve is back at maxRate.
-func cubicK(maxRate, beta, scaleConstant float64) float64 {
-	return math.Cbrt(maxRate * (1 - beta) / scaleConstant)
-}
-
-// cubicRate returns the rate the published CUBIC curve gives dt seconds
-// after a reduction from maxRate.
-func cubicRate(dt, maxRate, beta, scaleConstant float64) float64 {
-	d := dt - cubicK(maxRate, beta, scaleConstant)
-	return scaleConstant*d*d*d + maxRate
-}
-
 // Stats returns a consistent snapshot of the limiter's state.
 func (l *RateLimiter) Stats() RateLimiterStats {
 	if !l.valid() {
@@ -976,7 +667,7 @@ func (l *RateLimiter) Stats() RateLimiterStats {
 		Capacity:     l.capacity,
 		Tokens:       l.bucket.TokensAt(l.cfg.clock.Now()),
 		LastMaxRate:  l.lastMaxRate,
-		LearnedShare: l.share.learned,
+		LearnedShare: l.alg.learnedShare(),
 		Attempts:     int64(l.total.attempts) + uncounted,
 		Throttles:    int64(l.total.throttles),
 		Refusals:     l.refusals,
@@ -986,160 +677,4 @@ func (l *RateLimiter) Stats() RateLimiterStats {
 		s.LastThrottle = l.lastThrottle
 	}
 	return s
-}
-
-// limiterConfig is the configuration of a RateLimiter. NewRateLimiter and
-// NewAdaptive start from limiterDefaults, apply options, then validate;
-// when the options select the published algorithm, they start again from
-// its defaults, so options override its constants whatever their order.
-type limiterConfig struct {
-	clock             Clock
-	published         bool // WithPublishedCUBIC
-	beta              float64
-	scaleConstant     float64
-	smoothing         float64
-	minFillRate       float64
-	minCapacity       int
-	window            time.Duration
-	reductionCooldown time.Duration
-	cooldownSet       bool // WithReductionCooldown was given
-	tolerance         float64
-	toleranceSet      bool // WithThrottleTolerance was given
-	failFast          bool
-}
-
-// limiterDefaults returns the configuration of the default algorithm, or
-// of the published one if published.
-func limiterDefaults(published bool) limiterConfig {
-	c := limiterConfig{
-		clock:         systemClock{},
-		published:     published,
-		beta:          DefaultBeta,
-		scaleConstant: DefaultScaleConstant,
-		smoothing:     DefaultSmoothing,
-		minFillRate:   DefaultMinFillRate,
-		minCapacity:   DefaultMinCapacity,
-		window:        DefaultMeasurementWindow,
-		tolerance:     DefaultThrottleTolerance,
-	}
-	if published {
-		c.beta, c.scaleConstant, c.tolerance = PublishedBeta, PublishedScaleConstant, 0
-	}
-	return c
-}
-
-// validate reports the first bad value in c.
-func (c *limiterConfig) validate() error {
-	switch {
-	case isNil(c.clock):
-		return configError("WithClock", nilValue(c.clock), "a non-nil Clock")
-	case !(c.beta > 0 && c.beta < 1):
-		return configError("WithBeta", c.beta, "in (0, 1)")
-	case !(c.scaleConstant > 0 && c.scaleConstant <= math.MaxFloat64):
-		return configError("WithScaleConstant", c.scaleConstant, "finite and > 0")
-	case !(c.smoothing > 0 && c.smoothing <= 1):
-		return configError("WithSmoothing", c.smoothing, "in (0, 1]")
-	case !(c.minFillRate > 0 && c.minFillRate <= math.MaxFloat64):
-		return configError("WithMinFillRate", c.minFillRate, "finite and > 0")
-	case c.minCapacity < 1 || c.minCapacity > maxBurst:
-		return configError("WithMinCapacity", c.minCapacity, fmt.Sprintf("a number from 1 to %d", maxBurst))
-	case c.window <= 0:
-		return configError("WithMeasurementWindow", c.window, "> 0")
-	case c.reductionCooldown < 0:
-		return configError("WithReductionCooldown", c.reductionCooldown, ">= 0")
-	case c.cooldownSet && !c.published:
-		return configError("WithReductionCooldown", c.reductionCooldown, "only with WithPublishedCUBIC (the default algorithm cuts by the throttled share instead)")
-	case c.toleranceSet && c.published:
-		return configError("WithThrottleTolerance", c.tolerance, "only without WithPublishedCUBIC (the published algorithm cuts on every throttle)")
-	case !(c.tolerance >= 0 && c.tolerance < 1):
-		return configError("WithThrottleTolerance", c.tolerance, "in [0, 1)")
-	}
-	return nil
-}
-
-// WithPublishedCUBIC selects the published algorithm of the AWS SDKs'
-// adaptive retry mode, exactly as the cross-SDK conformance vectors
-// specify it: every throttle cuts the rate to PublishedBeta times the rate
-// in use, and successes grow it along the CUBIC curve with
-// PublishedScaleConstant (see RateLimiter). Other options override its
-// constants whatever their order: WithBeta, WithScaleConstant,
-// WithSmoothing, WithMinFillRate, WithMinCapacity, WithMeasurementWindow,
-// and WithReductionCooldown, which only it accepts.
-func WithPublishedCUBIC() RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.published = true })
-}
-
-// WithBeta sets the depth of rate reductions, in (0, 1). The default
-// algorithm never cuts the rate below beta times the rate in use in one
-// cut (DefaultBeta, 0.5); the published one cuts it to beta times the rate
-// in use on every throttle (PublishedBeta, 0.7).
-func WithBeta(beta float64) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.beta = beta })
-}
-
-// WithScaleConstant sets the scale of the curve along which the send rate
-// grows after a reduction: a larger constant grows it faster. It must be
-// finite and above 0. The default algorithm's curve is relative to the
-// capacity estimate (DefaultScaleConstant, 0.003 per second cubed); the
-// published one's is in sends per second (PublishedScaleConstant, 0.4).
-func WithScaleConstant(scale float64) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.scaleConstant = scale })
-}
-
-// WithSmoothing sets the weight, in (0, 1], of the newest measurement window
-// in the measured send rate; the rest of the weight stays with the previous
-// measurement. 1 means no smoothing. The default is DefaultSmoothing (0.8),
-// the published value.
-func WithSmoothing(weight float64) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.smoothing = weight })
-}
-
-// WithMinFillRate sets the lowest send rate, in sends per second, that the
-// limiter allows however often it is throttled. It must be finite and above
-// 0. The default is DefaultMinFillRate (0.5), the published value.
-func WithMinFillRate(perSecond float64) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.minFillRate = perSecond })
-}
-
-// WithMinCapacity sets the least number of send tokens the bucket holds:
-// the number of attempts that may be sent at once even at the lowest rate.
-// The default is DefaultMinCapacity (1), the published value. Valid: 1 to
-// 2^31-1, the most tokens the bucket holds.
-func WithMinCapacity(tokens int) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.minCapacity = tokens })
-}
-
-// WithMeasurementWindow sets the width of the windows in which the limiter
-// counts attempts to measure the send rate (and, in the default algorithm,
-// the throttled share); it must be above 0. The default is
-// DefaultMeasurementWindow (500 ms), the published value.
-func WithMeasurementWindow(d time.Duration) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.window = d })
-}
-
-// WithReductionCooldown makes the published algorithm (WithPublishedCUBIC)
-// reduce the rate at most once per congestion episode: throttles within d
-// of the last reduction still count as sends but do not reduce the rate
-// again. It must be 0 or more; 0, the published behaviour, reduces on
-// every throttle. It is an error without WithPublishedCUBIC.
-func WithReductionCooldown(d time.Duration) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.reductionCooldown, c.cooldownSet = d, true })
-}
-
-// WithThrottleTolerance sets the share of throttled attempts, in [0, 1),
-// that the default algorithm takes for load-independent throttling while
-// it is not limiting the client: up to that share, throttles never cut the
-// rate, and the limiter learns the share and tolerates it later (see
-// RateLimiter). 0 takes every significant share for congestion. The
-// default is DefaultThrottleTolerance (10%). It is an error with
-// WithPublishedCUBIC.
-func WithThrottleTolerance(share float64) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.tolerance, c.toleranceSet = share, true })
-}
-
-// WithFailFast makes Acquire return an error wrapping ErrRateLimited when no
-// send token is available now, instead of the time to wait for one. The
-// default is to wait.
-func WithFailFast(failFast bool) RateLimiterOption {
-	return limiterOption(func(c *limiterConfig) { c.failFast = failFast })
 }

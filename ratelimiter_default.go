@@ -1,0 +1,178 @@
+package retry
+
+import (
+	"math"
+	"time"
+)
+
+// The default algorithm's fixed parameters (see RateLimiter).
+const (
+	// evidenceWindows is how many of the newest measurement windows a cut
+	// is decided on: one second with the default window.
+	evidenceWindows = 2
+	// significance is how many standard deviations above the tolerated
+	// share the throttles must be to cut: with n attempts and a tolerated
+	// share p, more than p*n + significance*sqrt(p*n).
+	significance = 2
+	// learnWindows and learnAttempts: the load-independent share is
+	// learned over the last learnWindows windows, when they hold at least
+	// learnAttempts attempts.
+	learnWindows  = 8
+	learnAttempts = 40
+	// limitingShare: the limiter counts as limiting the client when it
+	// sends at least this share of the allowed rate.
+	limitingShare = 0.6
+)
+
+// excessShare is the default algorithm, which cuts the rate by the share
+// of throttled attempts in excess of what it tolerates (see RateLimiter).
+type excessShare struct {
+	share shareState
+}
+
+// shareState is the default algorithm's record of throttled shares.
+type shareState struct {
+	open   windowCount               // the current measurement window
+	recent [learnWindows]windowCount // the last closed windows, oldest first
+	fresh  int                       // how many of recent hold counts
+
+	accepted bool    // an attempt was accepted: throttles count from now on
+	learned  float64 // the load-independent throttled share
+}
+
+// windowCount counts the attempts and throttles of measurement windows.
+type windowCount struct{ attempts, throttles int }
+
+// update is the default algorithm's Update: it counts the attempt in its
+// measurement window and, when a window closes, decides whether to cut;
+// then it sets the rate the growth curve gives. Until the first cut, it
+// lets the limiter count the successes of the open window without the
+// lock. l.mu must be held.
+func (a *excessShare) update(l *RateLimiter, now time.Time, throttled bool) {
+	a.foldUncounted(l)
+	a.observe(l, now, throttled)
+	if a.share.accepted && !l.enabled.Load() && l.assigned.Rate == 0 {
+		l.fastUntil.Store(int64((l.lastWindow + l.cfg.window.Seconds()) * float64(time.Second)))
+		l.readAt(int64(now.Sub(l.start)))
+	} else {
+		l.fastUntil.Store(0)
+	}
+}
+
+// observe counts the attempt, decides on each window that closes, and
+// sets the rate. l.mu must be held.
+func (a *excessShare) observe(l *RateLimiter, now time.Time, throttled bool) {
+	s := &a.share
+	if closed := l.measure(now); closed > 0 {
+		s.push(s.open)
+		s.open = windowCount{}
+		for range closed - 1 { // measure caps closed at learnWindows+1
+			s.push(windowCount{}) // windows without attempts
+		}
+		if l.assignedRate(now) == 0 {
+			a.decide(l, now)
+		}
+	}
+	switch {
+	case !throttled:
+		s.accepted = true
+		s.open.attempts++
+	case s.accepted:
+		// Start-up: throttles before the first accepted attempt say
+		// nothing about the rate the service accepts.
+		s.open.attempts++
+		s.open.throttles++
+	}
+	if l.followAssignment(now) {
+		return
+	}
+	l.setRate(now, a.rate(l, now))
+}
+
+// foldUncounted adds the successes counted without the lock to the open
+// window's counts. l.mu must be held.
+func (a *excessShare) foldUncounted(l *RateLimiter) {
+	if n := l.takeUncounted(); n > 0 {
+		l.count += n
+		a.share.open.attempts += n
+		l.total.attempts += n
+	}
+}
+
+// resume starts the growth curve from rate at t. l.mu must be held.
+func (a *excessShare) resume(l *RateLimiter, t time.Time, rate float64) { l.restart(t, rate) }
+
+// learnedShare returns the load-independent share learned.
+func (a *excessShare) learnedShare() float64 { return a.share.learned }
+
+// push adds a closed window to the recent ones, dropping the oldest when
+// they are full.
+func (s *shareState) push(w windowCount) {
+	if s.fresh == len(s.recent) {
+		copy(s.recent[:], s.recent[1:])
+		s.fresh--
+	}
+	s.recent[s.fresh] = w
+	s.fresh++
+}
+
+// counts returns the attempts and throttles of the newest n recent windows.
+func (s *shareState) counts(n int) windowCount {
+	var c windowCount
+	for _, w := range s.recent[max(s.fresh-n, 0):s.fresh] {
+		c.attempts += w.attempts
+		c.throttles += w.throttles
+	}
+	return c
+}
+
+// share returns the throttled share of c; 0 without attempts.
+func (c windowCount) share() float64 {
+	if c.attempts == 0 {
+		return 0
+	}
+	return float64(c.throttles) / float64(c.attempts)
+}
+
+// decide runs the default algorithm when a measurement window has closed:
+// learn the load-independent share, then cut if the evidence calls for
+// it. l.mu must be held.
+func (a *excessShare) decide(l *RateLimiter, now time.Time) {
+	s := &a.share
+	p := s.learned
+	// Not limiting the client: it has not cut yet, or the client sends
+	// well below the allowed rate.
+	free := !l.enabled.Load() || l.measured < limitingShare*l.fillRate
+	if free {
+		// A small share is not congestion this client causes: learn it.
+		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
+			s.learned = c.share()
+		}
+		p = max(s.learned, l.cfg.tolerance)
+	}
+	evidence := s.counts(evidenceWindows)
+	pn := p * float64(evidence.attempts)
+	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(pn) {
+		return
+	}
+	// Cut the rate in use: the measured rate, or the allowed rate while
+	// the limiter limits the client.
+	base := l.fillRate
+	if free {
+		base = l.measured
+	}
+	l.restart(now, base*max(1-(evidence.share()-p), l.cfg.beta))
+	// Empty the bucket: what it holds was earned at the rate just cut.
+	l.setBurst(now, 0)
+}
+
+// rate returns the rate the default algorithm allows at now. l.mu must be
+// held.
+func (a *excessShare) rate(l *RateLimiter, now time.Time) float64 {
+	ceiling := maxRateFactor * l.measured
+	if !l.enabled.Load() { // not cut yet
+		return ceiling
+	}
+	t := now.Sub(l.lastThrottle).Seconds()
+	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling)
+}
