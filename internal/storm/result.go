@@ -1,6 +1,9 @@
 package storm
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // result computes the metrics from the counts of a finished run.
 func (s *sim) result(mode string) Result {
@@ -15,6 +18,9 @@ func (s *sim) result(mode string) Result {
 	}
 	r.Recovery = s.recovery()
 	r.Fairness = s.fairness()
+	for _, c := range s.clients {
+		r.ClientSucceeded = append(r.ClientSucceeded, c.succeeded)
+	}
 	r.LatencyP50 = percentile(s.latencies, 0.50)
 	r.LatencyP99 = percentile(s.latencies, 0.99)
 	r.FailP50 = percentile(s.failTimes, 0.50)
@@ -72,16 +78,18 @@ func (s *sim) recovery() time.Duration {
 	return -1
 }
 
-// fairness returns the worst client's successes over the best client's.
+// fairness returns the worst client's successes per worker over the best
+// client's.
 func (s *sim) fairness() float64 {
-	worst, best := s.clients[0].succeeded, s.clients[0].succeeded
-	for _, c := range s.clients[1:] {
-		worst, best = min(worst, c.succeeded), max(best, c.succeeded)
+	worst, best := math.Inf(1), 0.0
+	for c := range s.clients {
+		per := float64(s.clients[c].succeeded) / float64(s.sc.workersOf(c))
+		worst, best = min(worst, per), max(best, per)
 	}
 	if best == 0 {
 		return 1 // nobody was served: alike
 	}
-	return float64(worst) / float64(best)
+	return worst / best
 }
 
 func ratio(a, b int) float64 {

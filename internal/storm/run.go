@@ -68,11 +68,13 @@ type Result struct {
 	// no incident, or the rate never recovers within the run.
 	Recovery time.Duration
 
-	// Fairness is the worst client's successes divided by the best
-	// client's, in a scenario with several clients of equal demand: 1
-	// when they were served alike, towards 0 as one starves. 1 with a
-	// single client.
+	// Fairness is the worst client's successes per worker divided by the
+	// best client's: 1 when the clients were served in proportion to
+	// their demand, towards 0 as one starves. 1 with a single client.
 	Fairness float64
+
+	// ClientSucceeded counts each client's requests that succeeded.
+	ClientSucceeded []int
 
 	// Series are per-second counts over the run, by the second in which
 	// they happened: attempts by when they were sent, throttles by when
@@ -165,7 +167,7 @@ func RunStrategy(sc Scenario, name string, build Builder, seed uint64) (Result, 
 	for i := range s.workers {
 		w := &s.workers[i]
 		w.rand = newRand(seed, uint64(i)+1)
-		w.client = i % len(s.clients)
+		w.client = sc.clientOf(i)
 		// Spread the first requests over one think time.
 		s.schedule(time.Duration(w.rand.Int64N(int64(sc.ThinkMax)+1)), i, evStart)
 	}

@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -216,6 +217,10 @@ type Scenario struct {
 	// round-robin, each with a strategy of its own (a fleet of processes);
 	// 0 or 1: one client that every worker shares.
 	Clients int
+	// ClientWorkers, if set, gives each client its number of workers
+	// instead of dealing them out evenly: client c has ClientWorkers[c],
+	// and Clients and Workers must be its length and its sum.
+	ClientWorkers []int
 
 	ThinkMin, ThinkMax time.Duration // a worker's pause between requests, uniform
 	Latency            time.Duration // the server's time to answer an attempt
@@ -315,6 +320,8 @@ func (s *Scenario) validate() error {
 		return errors.New("storm: Workers must be >= 1")
 	case s.Clients < 0 || s.Clients > s.Workers:
 		return errors.New("storm: want 0 <= Clients <= Workers")
+	case s.ClientWorkers != nil && (len(s.ClientWorkers) != s.clients() || sum(s.ClientWorkers) != s.Workers || slices.Min(s.ClientWorkers) < 1):
+		return errors.New("storm: ClientWorkers needs one count >= 1 per client, adding up to Workers")
 	case s.ThinkMin < 0 || s.ThinkMax < s.ThinkMin:
 		return errors.New("storm: want 0 <= ThinkMin <= ThinkMax")
 	case s.Latency < 0 || s.RequestTimeout < 0:
@@ -339,6 +346,41 @@ func (s *Scenario) hasIncident() bool { return s.Incident != Incident{} }
 
 // clients returns the number of clients, at least 1.
 func (s *Scenario) clients() int { return max(s.Clients, 1) }
+
+// clientOf returns the client of worker i: round-robin, or by
+// ClientWorkers.
+func (s *Scenario) clientOf(i int) int {
+	if s.ClientWorkers == nil {
+		return i % s.clients()
+	}
+	for c, n := range s.ClientWorkers {
+		if i < n {
+			return c
+		}
+		i -= n
+	}
+	return len(s.ClientWorkers) - 1 // not reached: validate checks the sum
+}
+
+// workersOf returns how many workers client c has.
+func (s *Scenario) workersOf(c int) int {
+	if s.ClientWorkers != nil {
+		return s.ClientWorkers[c]
+	}
+	n := s.Workers / s.clients()
+	if c < s.Workers%s.clients() {
+		n++
+	}
+	return n
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
 
 // capacityAt returns the server's capacity at t, in requests per second,
 // and whether it is down.
