@@ -332,19 +332,26 @@ func TestFleet(t *testing.T) {
 	}
 }
 
-// Fairness is the worst client's successes over the best's.
+// Fairness is the worst client's successes per worker over the best's.
 func TestFairness(t *testing.T) {
 	for _, tc := range []struct {
 		succeeded []int
+		workers   []int // nil: one worker each
 		want      float64
 	}{
-		{[]int{10}, 1},
-		{[]int{10, 10, 10}, 1},
-		{[]int{5, 10, 8}, 0.5},
-		{[]int{0, 4}, 0},
-		{[]int{0, 0}, 1},
+		{[]int{10}, nil, 1},
+		{[]int{10, 10, 10}, nil, 1},
+		{[]int{5, 10, 8}, nil, 0.5},
+		{[]int{0, 4}, nil, 0},
+		{[]int{0, 0}, nil, 1},
+		{[]int{30, 3, 3}, []int{30, 3, 3}, 1},       // in proportion to demand
+		{[]int{10, 3, 3}, []int{30, 3, 3}, 1.0 / 3}, // the big client short
 	} {
-		s := &sim{clients: make([]client, len(tc.succeeded))}
+		sc := Scenario{Workers: len(tc.succeeded), Clients: len(tc.succeeded), ClientWorkers: tc.workers}
+		if tc.workers != nil {
+			sc.Workers = sum(tc.workers)
+		}
+		s := &sim{sc: sc, clients: make([]client, len(tc.succeeded))}
 		for i, n := range tc.succeeded {
 			s.clients[i].succeeded = n
 		}
