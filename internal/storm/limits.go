@@ -1,0 +1,327 @@
+package storm
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/retrykit/retry"
+)
+
+// The limits of what one process can know: the shapes in which a
+// client-side limiter sees little of the service's state (many small
+// clients, a bucket that holds almost no burst, throttles that do not come
+// from load, a service that throttles from the first attempt), each beside
+// a fixed-rate sender that is told its share of the capacity and never
+// learns anything. See LimitScenarios.
+
+// A LimitScenario is a scenario of the limits table and the figures it is
+// judged by.
+type LimitScenario struct {
+	Scenario
+	// Target is what the scenario asks of the adaptive mode, for the
+	// table.
+	Target string
+}
+
+// limitBase is the shape every limit scenario starts from: a token-bucket
+// server of 100 requests/s holding 0.2 s of capacity, 20-50 ms of network
+// latency each way, workers that think 0.5-1.5 s.
+func limitBase() Scenario {
+	return Scenario{
+		Duration:       2 * time.Minute,
+		Capacity:       100,
+		Server:         Bucket,
+		Burst:          20,
+		ThinkMin:       500 * time.Millisecond,
+		ThinkMax:       1500 * time.Millisecond,
+		Latency:        20 * time.Millisecond,
+		NetMin:         20 * time.Millisecond,
+		NetMax:         50 * time.Millisecond,
+		RequestTimeout: 10 * time.Second,
+		DrainGrace:     10 * time.Second,
+	}
+}
+
+// LimitScenarios returns the scenarios of the limits table, each two
+// minutes long (the throttled start and the step longer, to have a
+// baseline after the incident), on limitBase's server unless said:
+//
+//   - small-clients: 100 clients of 3 workers (about 3 requests/s each),
+//     offering 3x;
+//   - fair-3x, fair-10x: 10 clients of 30 and of 100 workers, offering 3x
+//     and 10x;
+//   - mixed: one client of 30 workers and nine of 3 against 19
+//     requests/s, a third of the demand;
+//   - tiny-burst: 10 clients of 3 workers against 10 requests/s holding
+//     2 tokens, offering 3x;
+//   - share-10, share-25, share-50: one client of 50 workers, capacity
+//     ample (0.5x), and 10%, 25%, 50% of attempts throttled whatever the
+//     load;
+//   - throttled-start: one client of 50 workers, every attempt throttled
+//     for the first 10 s, then capacity ample;
+//   - step: one client of 50 workers, capacity 100 → 30 at 60 s → 100 at
+//     90 s.
+func LimitScenarios() []LimitScenario {
+	b := limitBase()
+	small, fair3, fair10, mixed, tiny := b, b, b, b, b
+	small.Name, small.Workers, small.Clients = "small-clients", 300, 100
+	small.Title = "100 clients x 3 workers, 100 req/s, burst 20, offered 3x"
+	fair3.Name, fair3.Workers, fair3.Clients = "fair-3x", 300, 10
+	fair3.Title = "10 clients x 30 workers, 100 req/s, burst 20, offered 3x"
+	fair10.Name, fair10.Workers, fair10.Clients = "fair-10x", 1000, 10
+	fair10.Title = "10 clients x 100 workers, 100 req/s, burst 20, offered 10x"
+	mixed.Name, mixed.Capacity, mixed.Burst = "mixed", 19, 4
+	mixed.ClientWorkers = []int{30, 3, 3, 3, 3, 3, 3, 3, 3, 3}
+	mixed.Workers, mixed.Clients = sum(mixed.ClientWorkers), len(mixed.ClientWorkers)
+	mixed.Title = "1 client x 30 workers + 9 x 3, 19 req/s, burst 4, offered 3x"
+	tiny.Name, tiny.Capacity, tiny.Burst, tiny.Workers, tiny.Clients = "tiny-burst", 10, 2, 30, 10
+	tiny.Title = "10 clients x 3 workers, 10 req/s, burst 2, offered 3x"
+
+	one := b
+	one.Workers = 50 // 0.5x of 100 req/s
+	share10, share25, share50, start, step := one, one, one, one, one
+	share10.Name, share10.ThrottleShare = "share-10", 0.10
+	share10.Title = "1 client x 50 workers, 100 req/s, 10% throttled whatever the load"
+	share25.Name, share25.ThrottleShare = "share-25", 0.25
+	share25.Title = "1 client x 50 workers, 100 req/s, 25% throttled whatever the load"
+	share50.Name, share50.ThrottleShare = "share-50", 0.50
+	share50.Title = "1 client x 50 workers, 100 req/s, 50% throttled whatever the load"
+	start.Name, start.Duration = "throttled-start", 80*time.Second
+	start.Incident = Incident{Start: 0, End: 10 * time.Second}
+	start.Title = "1 client x 50 workers, every attempt throttled for 10 s, then 100 req/s"
+	step.Name, step.Duration = "step", 150*time.Second
+	step.Incident = Incident{Start: 60 * time.Second, End: 90 * time.Second, Capacity: 30}
+	step.Title = "1 client x 50 workers, 100 → 30 req/s at 60 s → 100 at 90 s"
+
+	return []LimitScenario{
+		{small, "<= 5% throttled, >= 95% goodput"},
+		{fair3, "fairness >= 0.8"},
+		{fair10, "fairness >= 0.8"},
+		{mixed, "each group within 20% of its share"},
+		{tiny, "<= 3 points above the fixed-rate sender"},
+		{share10, ">= 95% of standard's completions"},
+		{share25, ">= 95% of standard's completions"},
+		{share50, ">= 95% of standard's completions"},
+		{start, "sends near 0 within 2 s; full rate within 2 s of the heal"},
+		{step, "full rate within 5 s of the heal"},
+	}
+}
+
+// LimitModes are the modes the limits table compares, beside the
+// fixed-rate sender.
+var LimitModes = []Mode{Standard, Adaptive, AdaptivePublished}
+
+// FixedRate names the fixed-rate sender in the limits table: an adaptive
+// strategy whose limiter is assigned, for the whole run, its client's
+// share of the healthy capacity (in proportion to its workers), with a
+// burst of one token and a random phase; it learns nothing.
+const FixedRate = "fixed rate"
+
+// fixedRate returns a Builder of fixed-rate senders for sc: the n-th
+// strategy it builds is client n's.
+func fixedRate(sc *Scenario) Builder {
+	next := 0
+	return func(clock retry.Clock, random func() float64) (Stepper, error) {
+		c := next
+		next++
+		share := sc.Capacity * float64(sc.workersOf(c)) / float64(sc.Workers)
+		l, err := retry.NewRateLimiter(retry.WithClock(clock))
+		if err != nil {
+			return nil, err
+		}
+		forever := clock.Now().Add(100 * 365 * 24 * time.Hour)
+		if err := l.Assign(retry.Assignment{Rate: share, Burst: 1, Phase: random(), Until: forever}); err != nil {
+			return nil, err
+		}
+		backoff, err := retry.NewExponentialBackoff(retry.WithRandom(random))
+		if err != nil {
+			return nil, err
+		}
+		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithRateLimiter(l),
+			retry.WithMaxSendWait(MaxSendWait))
+	}
+}
+
+// A LimitSummary is one mode's figures in one limit scenario over several
+// seeds, each a [min, max] pair.
+type LimitSummary struct {
+	Scenario, Mode string
+
+	Throttled [2]float64 // throttled / attempts
+	Goodput   [2]float64 // successes / what the server could serve
+	Fairness  [2]float64 // Result.Fairness; NaN with one client
+	// BigShare and SmallShare are, in a scenario with ClientWorkers, the
+	// first client's successes and the others' over what their workers
+	// would get in proportion (1: exactly their share); NaN otherwise.
+	BigShare, SmallShare [2]float64
+	// VsStandard is the successes over standard mode's with the same seed.
+	VsStandard [2]float64
+	// SendWhileThrottled is, in a scenario throttled from the start, the
+	// attempts sent per second from 2 s into the incident to its end,
+	// over the demand (workers / mean think time); NaN otherwise.
+	SendWhileThrottled [2]float64
+	// Recovery is Result.Recovery in seconds (+Inf: never); NaN without
+	// an incident.
+	Recovery [2]float64
+}
+
+// CompareLimits runs LimitModes and the fixed-rate sender in every
+// scenario with each seed.
+func CompareLimits(scenarios []LimitScenario, seeds []uint64) ([]LimitSummary, error) {
+	names := []string{FixedRate}
+	for _, m := range LimitModes {
+		names = append(names, m.String())
+	}
+	var out []LimitSummary
+	for _, ls := range scenarios {
+		sc := ls.Scenario
+		sums := make([]LimitSummary, len(names))
+		for i := range sums {
+			sums[i] = newLimitSummary(sc.Name, names[i])
+		}
+		for _, seed := range seeds {
+			rs := make([]Result, len(names))
+			var err error
+			rs[0], err = RunStrategy(sc, FixedRate, fixedRate(&sc), seed)
+			for i, m := range LimitModes {
+				if err != nil {
+					break
+				}
+				rs[i+1], err = Run(sc, m, seed)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", sc.Name, err)
+			}
+			standard := rs[1+indexOf(LimitModes, Standard)]
+			for i, r := range rs {
+				sums[i].add(&sc, r, standard)
+			}
+		}
+		out = append(out, sums...)
+	}
+	return out, nil
+}
+
+func indexOf(ms []Mode, m Mode) int {
+	for i, x := range ms {
+		if x == m {
+			return i
+		}
+	}
+	panic("storm: mode not listed") // LimitModes holds Standard
+}
+
+func newLimitSummary(scenario, mode string) LimitSummary {
+	empty := [2]float64{math.Inf(1), math.Inf(-1)}
+	return LimitSummary{Scenario: scenario, Mode: mode, Throttled: empty, Goodput: empty, Fairness: empty,
+		BigShare: empty, SmallShare: empty, VsStandard: empty, SendWhileThrottled: empty, Recovery: empty}
+}
+
+// add widens the summary's spans to hold r's figures; standard is
+// standard mode's result with the same seed.
+func (s *LimitSummary) add(sc *Scenario, r, standard Result) {
+	span(&s.Throttled, r.ThrottledShare)
+	span(&s.Goodput, r.Goodput)
+	span(&s.VsStandard, float64(r.Succeeded)/float64(max(standard.Succeeded, 1)))
+	if sc.clients() > 1 {
+		span(&s.Fairness, r.Fairness)
+	}
+	if sc.ClientWorkers != nil {
+		total := sum(r.ClientSucceeded)
+		proportion := float64(sc.ClientWorkers[0]) / float64(sc.Workers)
+		big := float64(r.ClientSucceeded[0]) / float64(max(total, 1))
+		span(&s.BigShare, big/proportion)
+		span(&s.SmallShare, (1-big)/(1-proportion))
+	}
+	if sc.hasIncident() {
+		rec := math.Inf(1)
+		if r.Recovery >= 0 {
+			rec = r.Recovery.Seconds()
+		}
+		span(&s.Recovery, rec)
+	}
+	if inc := sc.Incident; sc.hasIncident() && inc.Start == 0 && inc.Capacity == 0 && !inc.Outage {
+		from, to := int((inc.Start+2*time.Second)/Bin), int(inc.End/Bin)
+		sent := 0
+		for _, b := range r.Series[from:to] {
+			sent += b.Attempts
+		}
+		demand := float64(sc.Workers) / ((sc.ThinkMin + sc.ThinkMax) / 2).Seconds()
+		span(&s.SendWhileThrottled, float64(sent)/(float64(to-from)*Bin.Seconds())/demand)
+	}
+}
+
+// WriteLimitsTable writes summaries as Markdown tables, one per scenario,
+// with each scenario's target.
+func WriteLimitsTable(w io.Writer, scenarios []LimitScenario, summaries []LimitSummary, seeds int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Adaptive mode at the limits, %d seeds (min-max); 20-50 ms network each way, token-bucket servers, workers thinking 0.5-1.5 s, 2 min runs\n", seeds)
+	for _, ls := range scenarios {
+		fmt.Fprintf(&b, "\n%s: %s. Target: %s\n\n", ls.Name, ls.Title, ls.Target)
+		b.WriteString("| mode | throttled | goodput | fairness | big / small client's share | successes vs standard | sent while throttled | recovery |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|\n")
+		for _, s := range summaries {
+			if s.Scenario != ls.Name {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Mode,
+				pct(s.Throttled), pct(s.Goodput), ratioSpan(s.Fairness),
+				shares(s.BigShare, s.SmallShare), pct(s.VsStandard), pct(s.SendWhileThrottled),
+				secondsSpan(s.Recovery))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// pct formats a [min, max] pair of shares as percentages with one
+// decimal; "-" for an empty span.
+func pct(mm [2]float64) string {
+	if math.IsInf(mm[0], 1) {
+		return "-"
+	}
+	lo, hi := fmt.Sprintf("%.1f%%", 100*mm[0]), fmt.Sprintf("%.1f%%", 100*mm[1])
+	if lo == hi {
+		return lo
+	}
+	return lo + "-" + hi
+}
+
+// ratioSpan formats a [min, max] pair of ratios; "-" for an empty span.
+func ratioSpan(mm [2]float64) string {
+	if math.IsInf(mm[0], 1) {
+		return "-"
+	}
+	lo, hi := fmt.Sprintf("%.2f", mm[0]), fmt.Sprintf("%.2f", mm[1])
+	if lo == hi {
+		return lo
+	}
+	return lo + "-" + hi
+}
+
+func shares(big, small [2]float64) string {
+	if math.IsInf(big[0], 1) {
+		return "-"
+	}
+	return ratioSpan(big) + " / " + ratioSpan(small)
+}
+
+// secondsSpan formats a [min, max] pair of seconds, +Inf as "never".
+func secondsSpan(mm [2]float64) string {
+	if math.IsInf(mm[0], 1) && mm[1] < 0 {
+		return "-"
+	}
+	f := func(v float64) string {
+		if math.IsInf(v, 1) {
+			return "never"
+		}
+		return fmt.Sprintf("%.1f s", v)
+	}
+	if f(mm[0]) == f(mm[1]) {
+		return f(mm[0])
+	}
+	return f(mm[0]) + "-" + f(mm[1])
+}
