@@ -110,9 +110,16 @@ const maxRateFactor = 2
 //     last 4 s (when they hold 40 attempts or more), and tolerates that
 //     much (p above) when it limits the client later. A larger share cuts
 //     the rate: that is congestion.
-//   - Start-up. Throttles before the first accepted attempt are not
-//     counted: a burst of throttles at start-up says nothing about the
-//     rate the service accepts, and must not pin the rate at the floor.
+//   - Block. When the service admits nothing (the last two windows hold
+//     10 attempts or more and every one was throttled: a service that
+//     throttles from the first attempt, an account over its quota), the
+//     limiter cuts to the minimum fill rate at once, as the service
+//     admits nothing whatever the rate. The first attempt it admits again
+//     takes the limiter back to the rate in use before the block (before
+//     the cuts of the second in which it began; no limit if it did not
+//     pace): a block says nothing about the rate the service admits, and
+//     must not leave the rate at the floor. A client that sends less
+//     than that is cut by the share as usual.
 //
 // In the storm simulation (go run ./examples/storm; a deterministic model
 // of closed-loop clients, see the README), against clients that offer 3x
@@ -253,8 +260,7 @@ type RateLimiterStats struct {
 	LearnedShare float64
 
 	// Attempts and Throttles count the outcomes Update has recorded since
-	// the limiter was created, throttles before the first accepted attempt
-	// included. A coordinator reads them at intervals and takes the
+	// the limiter was created. A coordinator reads them at intervals and takes the
 	// differences.
 	Attempts, Throttles int64
 

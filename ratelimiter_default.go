@@ -22,6 +22,10 @@ const (
 	// limitingShare: the limiter counts as limiting the client when it
 	// sends at least this share of the allowed rate.
 	limitingShare = 0.6
+	// blockAttempts: evidence windows that hold at least this many
+	// attempts, every one throttled, are a block (the service admits
+	// nothing).
+	blockAttempts = 10
 )
 
 // excessShare is the default algorithm, which cuts the rate by the share
@@ -36,8 +40,22 @@ type shareState struct {
 	recent [learnWindows]windowCount // the last closed windows, oldest first
 	fresh  int                       // how many of recent hold counts
 
-	accepted bool    // an attempt was accepted: throttles count from now on
-	learned  float64 // the load-independent throttled share
+	learned float64 // the load-independent throttled share
+
+	// blocked: the service admitted none of the recent attempts; the
+	// next accepted attempt goes back to the rate in use before, which
+	// resume holds (0: the limiter did not pace).
+	blocked bool
+	resume  float64
+
+	// The last cuts, newest first: when each was made and the rate in
+	// use before it (0: the limiter did not pace). A block, found on two
+	// windows every attempt of which was throttled, began with the cuts
+	// of the second before it.
+	cuts [evidenceWindows]struct {
+		at     time.Time
+		before float64
+	}
 }
 
 // windowCount counts the attempts and throttles of measurement windows.
@@ -51,7 +69,7 @@ type windowCount struct{ attempts, throttles int }
 func (a *excessShare) update(l *RateLimiter, now time.Time, throttled bool) {
 	a.foldUncounted(l)
 	a.observe(l, now, throttled)
-	if a.share.accepted && !l.enabled.Load() && l.assigned.Rate == 0 {
+	if !l.enabled.Load() && l.assigned.Rate == 0 {
 		l.fastUntil.Store(int64((l.lastWindow + l.cfg.window.Seconds()) * float64(time.Second)))
 		l.readAt(int64(now.Sub(l.start)))
 	} else {
@@ -73,15 +91,11 @@ func (a *excessShare) observe(l *RateLimiter, now time.Time, throttled bool) {
 			a.decide(l, now)
 		}
 	}
-	switch {
-	case !throttled:
-		s.accepted = true
-		s.open.attempts++
-	case s.accepted:
-		// Start-up: throttles before the first accepted attempt say
-		// nothing about the rate the service accepts.
-		s.open.attempts++
+	s.open.attempts++
+	if throttled {
 		s.open.throttles++
+	} else if s.blocked {
+		a.unblock(l, now)
 	}
 	if l.followAssignment(now) {
 		return
@@ -135,14 +149,26 @@ func (c windowCount) share() float64 {
 }
 
 // decide runs the default algorithm when a measurement window has closed:
-// learn the load-independent share, then cut if the evidence calls for
-// it. l.mu must be held.
+// cut to the minimum while the service admits nothing; otherwise learn the
+// load-independent share, then cut if the evidence calls for it. l.mu must
+// be held.
 func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	s := &a.share
-	p := s.learned
 	// Not limiting the client: it has not cut yet, or the client sends
 	// well below the allowed rate.
 	free := !l.enabled.Load() || l.measured < limitingShare*l.fillRate
+	// The rate in use: the measured rate, or the allowed rate while the
+	// limiter limits the client.
+	base := l.fillRate
+	if free {
+		base = l.measured
+	}
+	evidence := s.counts(evidenceWindows)
+	if evidence.attempts >= blockAttempts && evidence.throttles == evidence.attempts {
+		a.block(l, now, base)
+		return
+	}
+	p := s.learned
 	if free {
 		// A small share is not congestion this client causes: learn it.
 		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
@@ -150,20 +176,57 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 		}
 		p = max(s.learned, l.cfg.tolerance)
 	}
-	evidence := s.counts(evidenceWindows)
 	pn := p * float64(evidence.attempts)
 	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(pn) {
 		return
 	}
-	// Cut the rate in use: the measured rate, or the allowed rate while
-	// the limiter limits the client.
-	base := l.fillRate
-	if free {
-		base = l.measured
+	copy(s.cuts[1:], s.cuts[:])
+	s.cuts[0].at, s.cuts[0].before = now, base
+	if !l.enabled.Load() {
+		s.cuts[0].before = 0
 	}
 	l.restart(now, base*max(1-(evidence.share()-p), l.cfg.beta))
 	// Empty the bucket: what it holds was earned at the rate just cut.
 	l.setBurst(now, 0)
+}
+
+// block cuts the rate to the minimum while the service admits nothing,
+// and remembers the rate in use before, base, for the next accepted
+// attempt. l.mu must be held.
+func (a *excessShare) block(l *RateLimiter, now time.Time, base float64) {
+	s := &a.share
+	if !s.blocked {
+		s.blocked = true
+		s.resume = base
+		if !l.enabled.Load() {
+			s.resume = 0
+		}
+		// Go back to before the cuts the block began with.
+		for _, c := range s.cuts {
+			if now.Sub(c.at) <= evidenceWindows*l.cfg.window {
+				s.resume = c.before
+			}
+		}
+	}
+	l.restart(now, l.cfg.minFillRate)
+	l.setBurst(now, 0)
+}
+
+// unblock goes back to the rate in use before the block: an admitted
+// attempt says the service admits again, at a rate the block says nothing
+// about. If the limiter did not pace before, it stops pacing. l.mu must be
+// held.
+func (a *excessShare) unblock(l *RateLimiter, now time.Time) {
+	s := &a.share
+	s.blocked = false
+	if s.resume == 0 {
+		l.enabled.Store(false)
+		return
+	}
+	l.restart(now, s.resume)
+	// The measured rate fell during the block: let the curve start from
+	// the rate restored, not from twice what the block held it to.
+	l.measured = max(l.measured, s.resume/maxRateFactor)
 }
 
 // rate returns the rate the default algorithm allows at now. l.mu must be

@@ -540,35 +540,71 @@ func TestRateLimiterLoadIndependentShare(t *testing.T) {
 	})
 }
 
-// A burst of throttles before the first accepted attempt does not count:
-// it cannot pin the rate at the minimum, as it does in the published
-// algorithm.
+// A service that admits nothing is a block: the default algorithm cuts to
+// the minimum rate at once (1 s of evidence, 10 attempts or more, every one
+// throttled), and the next admitted attempt takes it back to where it was
+// before the block, here no limit: the block said nothing about the rate
+// the service admits. The published algorithm cuts on every throttle, and
+// stays at its minimum.
 func TestRateLimiterStartupBurst(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		opts     []retry.RateLimiterOption
-		enabled  bool
-		fillRate float64 // after the burst
+		name string
+		opts []retry.RateLimiterOption
+		free bool // no limit after the first success
 	}{
-		{"default", nil, false, 0},
-		{"published", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}, true, retry.DefaultMinFillRate},
+		{"default", nil, true},
+		{"published", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := newManualClock()
 			l := newTestRateLimiter(t, append(tc.opts, retry.WithClock(clock))...)
 			feed(l, clock, 20, 50*time.Millisecond, "t") // [0, 1 s]: all throttled
-			s := l.Stats()
-			if s.Enabled != tc.enabled || (tc.fillRate != 0 && s.FillRate != tc.fillRate) {
-				t.Errorf("after the burst: Stats() = %+v, want Enabled %v, FillRate %v", s, tc.enabled, tc.fillRate)
+			if s := l.Stats(); !s.Enabled || s.FillRate != retry.DefaultMinFillRate {
+				t.Errorf("after the burst: Stats() = %+v, want Enabled, FillRate %v", s, retry.DefaultMinFillRate)
 			}
-			if tc.enabled {
-				return
-			}
-			feed(l, clock, 40, 50*time.Millisecond, "s")
-			if s := l.Stats(); s.Enabled || s.FillRate < 2*19 {
-				t.Errorf("after the burst and 2 s of successes: Stats() = %+v, want no limit, twice the measured rate", s)
+			feed(l, clock, 1, 50*time.Millisecond, "s")
+			if s := l.Stats(); s.Enabled == tc.free || tc.free && s.FillRate < 2*19 {
+				t.Errorf("after the burst and a success: Stats() = %+v, want no limit (%v), twice the measured rate", s, tc.free)
 			}
 		})
+	}
+}
+
+// A block while the limiter paces: the first admitted attempt goes back to
+// the rate in use before it, not to the minimum, nor to no limit.
+func TestRateLimiterBlockResumes(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	feed(l, clock, 40, 50*time.Millisecond, "s")        // 20/s, all admitted
+	feed(l, clock, 20, 50*time.Millisecond, "ttttssssss") // 40% throttled: a cut
+	before := l.Stats()
+	if !before.Enabled {
+		t.Fatalf("no cut after 40%% throttled: %+v", before)
+	}
+	feed(l, clock, 30, 50*time.Millisecond, "t")
+	if s := l.Stats(); s.FillRate != retry.DefaultMinFillRate {
+		t.Fatalf("during the block: FillRate %v, want %v", s.FillRate, retry.DefaultMinFillRate)
+	}
+	feed(l, clock, 1, 50*time.Millisecond, "s")
+	after := l.Stats()
+	if !after.Enabled || math.Abs(after.LastMaxRate-before.FillRate) > 0.1*before.FillRate {
+		t.Errorf("after the block: %+v, want the curve to start again near the %.2f/s in use before it", after, before.FillRate)
+	}
+}
+
+// Fewer than 10 attempts, all throttled, are no block: a client sending
+// little cuts by the share, and a success leaves the cut in place.
+func TestRateLimiterFewThrottlesNoBlock(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	feed(l, clock, 9, 125*time.Millisecond, "t") // 8/s over 1.125 s
+	s := l.Stats()
+	if !s.Enabled || s.FillRate == retry.DefaultMinFillRate && s.LastMaxRate == retry.DefaultMinFillRate {
+		t.Fatalf("after 9 throttles: %+v, want a cut by the share, not to the minimum", s)
+	}
+	feed(l, clock, 1, 125*time.Millisecond, "s")
+	if s := l.Stats(); !s.Enabled {
+		t.Errorf("a success after a cut that was no block: %+v, want the limit kept", s)
 	}
 }
 

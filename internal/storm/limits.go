@@ -89,9 +89,9 @@ func LimitScenarios() []LimitScenario {
 	share25.Title = "1 client x 50 workers, 100 req/s, 25% throttled whatever the load"
 	share50.Name, share50.ThrottleShare = "share-50", 0.50
 	share50.Title = "1 client x 50 workers, 100 req/s, 50% throttled whatever the load"
-	start.Name, start.Duration = "throttled-start", 80*time.Second
+	start.Name, start.Duration, start.Server = "throttled-start", 80*time.Second, Windows
 	start.Incident = Incident{Start: 0, End: 10 * time.Second}
-	start.Title = "1 client x 50 workers, every attempt throttled for 10 s, then 100 req/s"
+	start.Title = "1 client x 50 workers, every attempt throttled for 10 s, then 100 req/s (1-s windows)"
 	step.Name, step.Duration = "step", 150*time.Second
 	step.Incident = Incident{Start: 60 * time.Second, End: 90 * time.Second, Capacity: 30}
 	step.Title = "1 client x 50 workers, 100 → 30 req/s at 60 s → 100 at 90 s"
