@@ -575,7 +575,7 @@ func TestRateLimiterStartupBurst(t *testing.T) {
 func TestRateLimiterBlockResumes(t *testing.T) {
 	clock := newManualClock()
 	l := newTestRateLimiter(t, retry.WithClock(clock))
-	feed(l, clock, 40, 50*time.Millisecond, "s")        // 20/s, all admitted
+	feed(l, clock, 40, 50*time.Millisecond, "s")          // 20/s, all admitted
 	feed(l, clock, 20, 50*time.Millisecond, "ttttssssss") // 40% throttled: a cut
 	before := l.Stats()
 	if !before.Enabled {
