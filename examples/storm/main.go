@@ -4,8 +4,9 @@
 // the AWS SDKs); then the backoff jitter kinds (none, full, equal,
 // decorrelated) when many clients retry after one shared failure; then
 // retries across the layers of a call chain, Brooker's metastable trigger
-// split over 10, 100 and 1,000 clients, and hedged requests against a
-// service with a slow tail.
+// split over 10, 100 and 1,000 clients, the adaptive mode at the limits of
+// what one process can know, and hedged requests against a service with a
+// slow tail.
 //
 //	go run ./examples/storm                 # prints the table, writes storm.svg
 //	go run ./examples/storm -svg docs/storm.svg -seed 7
@@ -135,6 +136,19 @@ whatever the load; in an outage it answers 503.
 	}
 	fmt.Println()
 	if err := storm.WriteMetastableTable(os.Stdout, metastable, len(seeds)); err != nil {
+		log.Fatal(err)
+	}
+
+	// Adaptive mode at the limits of what one process can know (small
+	// clients, fairness, a tiny burst, load-independent throttles, a
+	// service throttling from the start, a step), over the same seeds.
+	limitScenarios := storm.LimitScenarios()
+	limits, err := storm.CompareLimits(limitScenarios, seeds)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := storm.WriteLimitsTable(os.Stdout, limitScenarios, limits, len(seeds)); err != nil {
 		log.Fatal(err)
 	}
 

@@ -1,9 +1,11 @@
 package storm
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +26,12 @@ type LimitScenario struct {
 	// Target is what the scenario asks of the adaptive mode, for the
 	// table.
 	Target string
+	// Frontier, if set, lists the multiples of each client's share of
+	// the capacity at which a fixed-rate sender also runs: the points of
+	// the fixed-rate frontier (throttled share against goodput), which no
+	// limiter of independent clients gets below. Each mode is then judged
+	// by how far above the frontier it sends at its goodput.
+	Frontier []float64
 }
 
 // limitBase is the shape every limit scenario starts from: a token-bucket
@@ -56,7 +64,10 @@ func limitBase() Scenario {
 //   - mixed: one client of 30 workers and nine of 3 against 19
 //     requests/s, a third of the demand;
 //   - tiny-burst: 10 clients of 3 workers against 10 requests/s holding
-//     2 tokens, offering 3x;
+//     2 tokens, offering 3x, for 10 minutes (the fixed-rate senders'
+//     phases average out over a few hundred requests each);
+//   - many-tiny: 50 clients of 1 or 2 workers against 20.5 requests/s
+//     holding 4 tokens, offering 3.3x, for 10 minutes;
 //   - share-10, share-25, share-50: one client of 50 workers, capacity
 //     ample (0.5x), and 10%, 25%, 50% of attempts throttled whatever the
 //     load;
@@ -78,7 +89,20 @@ func LimitScenarios() []LimitScenario {
 	mixed.Workers, mixed.Clients = sum(mixed.ClientWorkers), len(mixed.ClientWorkers)
 	mixed.Title = "1 client x 30 workers + 9 x 3, 19 req/s, burst 4, offered 3x"
 	tiny.Name, tiny.Capacity, tiny.Burst, tiny.Workers, tiny.Clients = "tiny-burst", 10, 2, 30, 10
+	tiny.Duration = 10 * time.Minute // a few requests a second: long enough to average the phases out
 	tiny.Title = "10 clients x 3 workers, 10 req/s, burst 2, offered 3x"
+
+	// Fifty clients of one or two workers (about 1 or 2 requests/s),
+	// against 20.5 requests/s: their minimum rates alone would add up to
+	// more than the capacity.
+	many := b
+	many.Name, many.Capacity, many.Burst, many.Clients = "many-tiny", 20.5, 4, 50
+	many.Duration = 10 * time.Minute
+	for c := range many.Clients {
+		many.ClientWorkers = append(many.ClientWorkers, 1+c%3/2) // 1, 1, 2, ...
+	}
+	many.Workers = sum(many.ClientWorkers)
+	many.Title = fmt.Sprintf("50 clients x 1-2 workers (%d in all), 20.5 req/s, burst 4, offered 3.3x", many.Workers)
 
 	one := b
 	one.Workers = 50 // 0.5x of 100 req/s
@@ -97,16 +121,17 @@ func LimitScenarios() []LimitScenario {
 	step.Title = "1 client x 50 workers, 100 → 30 req/s at 60 s → 100 at 90 s"
 
 	return []LimitScenario{
-		{small, "<= 5% throttled, >= 95% goodput"},
-		{fair3, "fairness >= 0.8"},
-		{fair10, "fairness >= 0.8"},
-		{mixed, "each group within 20% of its share"},
-		{tiny, "<= 3 points above the fixed-rate sender"},
-		{share10, ">= 95% of standard's completions"},
-		{share25, ">= 95% of standard's completions"},
-		{share50, ">= 95% of standard's completions"},
-		{start, "sends near 0 within 2 s; full rate within 2 s of the heal"},
-		{step, "full rate within 5 s of the heal"},
+		{Scenario: small, Target: "<= 5% throttled, >= 95% goodput"},
+		{Scenario: fair3, Target: "fairness >= 0.8"},
+		{Scenario: fair10, Target: "fairness >= 0.8"},
+		{Scenario: mixed, Target: "each group within 20% of its share"},
+		{Scenario: tiny, Target: "<= 3 points above the fixed-rate frontier", Frontier: []float64{0.5, 0.7, 0.95, 1.3, 2}},
+		{Scenario: many, Target: "<= 3 points above the fixed-rate frontier", Frontier: []float64{0.5, 0.7, 0.95, 1.3, 2}},
+		{Scenario: share10, Target: ">= 95% of standard's completions"},
+		{Scenario: share25, Target: ">= 95% of standard's completions"},
+		{Scenario: share50, Target: ">= 95% of standard's completions"},
+		{Scenario: start, Target: "sends near 0 within 2 s; full rate within 2 s of the heal"},
+		{Scenario: step, Target: "full rate within 5 s of the heal"},
 	}
 }
 
@@ -120,14 +145,19 @@ var LimitModes = []Mode{Standard, Adaptive, AdaptivePublished}
 // burst of one token and a random phase; it learns nothing.
 const FixedRate = "fixed rate"
 
-// fixedRate returns a Builder of fixed-rate senders for sc: the n-th
-// strategy it builds is client n's.
-func fixedRate(sc *Scenario) Builder {
+// fixedRate returns a Builder of fixed-rate senders for sc, each at mult
+// times its client's share of the capacity: the n-th strategy it builds
+// is client n's.
+func fixedRate(sc *Scenario, mult float64) Builder {
 	next := 0
 	return func(clock retry.Clock, random func() float64) (Stepper, error) {
 		c := next
 		next++
-		share := sc.Capacity * float64(sc.workersOf(c)) / float64(sc.Workers)
+		// Each client's clock is off by up to 1%, as independent clocks
+		// are: senders at exactly the same rate would keep their phases,
+		// and one whose sends fall just after another's would lose every
+		// time.
+		share := mult * sc.Capacity * float64(sc.workersOf(c)) / float64(sc.Workers) * (0.99 + 0.02*random())
 		l, err := retry.NewRateLimiter(retry.WithClock(clock))
 		if err != nil {
 			return nil, err
@@ -153,9 +183,10 @@ type LimitSummary struct {
 	Throttled [2]float64 // throttled / attempts
 	Goodput   [2]float64 // successes / what the server could serve
 	Fairness  [2]float64 // Result.Fairness; NaN with one client
-	// BigShare and SmallShare are, in a scenario with ClientWorkers, the
-	// first client's successes and the others' over what their workers
-	// would get in proportion (1: exactly their share); NaN otherwise.
+	// BigShare and SmallShare are, in a scenario whose first client has
+	// more workers than any other, that client's successes and the
+	// others' over what their workers would get in proportion (1: exactly
+	// their share); NaN otherwise.
 	BigShare, SmallShare [2]float64
 	// VsStandard is the successes over standard mode's with the same seed.
 	VsStandard [2]float64
@@ -166,18 +197,31 @@ type LimitSummary struct {
 	// Recovery is Result.Recovery in seconds (+Inf: never); NaN without
 	// an incident.
 	Recovery [2]float64
+	// AboveFrontier is, in a scenario with a Frontier, how much more of
+	// the mode's attempts were throttled than the fixed-rate frontier's
+	// at the same goodput, in the same seed (the frontier drawn through
+	// its efficient points, straight between them); OffFrontier counts
+	// the seeds in which the mode's goodput was outside the frontier's.
+	AboveFrontier [2]float64
+	OffFrontier   int
 }
 
 // CompareLimits runs LimitModes and the fixed-rate sender in every
-// scenario with each seed.
+// scenario with each seed, and the fixed-rate sender at every point of a
+// scenario's Frontier.
 func CompareLimits(scenarios []LimitScenario, seeds []uint64) ([]LimitSummary, error) {
-	names := []string{FixedRate}
-	for _, m := range LimitModes {
-		names = append(names, m.String())
-	}
 	var out []LimitSummary
 	for _, ls := range scenarios {
 		sc := ls.Scenario
+		mults := append([]float64{1}, ls.Frontier...)
+		names := []string{FixedRate}
+		for _, m := range ls.Frontier {
+			names = append(names, fmt.Sprintf("%s x%g", FixedRate, m))
+		}
+		fixed := len(names)
+		for _, m := range LimitModes {
+			names = append(names, m.String())
+		}
 		sums := make([]LimitSummary, len(names))
 		for i := range sums {
 			sums[i] = newLimitSummary(sc.Name, names[i])
@@ -185,24 +229,64 @@ func CompareLimits(scenarios []LimitScenario, seeds []uint64) ([]LimitSummary, e
 		for _, seed := range seeds {
 			rs := make([]Result, len(names))
 			var err error
-			rs[0], err = RunStrategy(sc, FixedRate, fixedRate(&sc), seed)
-			for i, m := range LimitModes {
-				if err != nil {
-					break
+			for i, m := range mults {
+				if rs[i], err = RunStrategy(sc, names[i], fixedRate(&sc, m), seed); err != nil {
+					return nil, fmt.Errorf("%s: %w", sc.Name, err)
 				}
-				rs[i+1], err = Run(sc, m, seed)
 			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", sc.Name, err)
+			for i, m := range LimitModes {
+				if rs[fixed+i], err = Run(sc, m, seed); err != nil {
+					return nil, fmt.Errorf("%s: %w", sc.Name, err)
+				}
 			}
-			standard := rs[1+indexOf(LimitModes, Standard)]
+			standard := rs[fixed+indexOf(LimitModes, Standard)]
 			for i, r := range rs {
 				sums[i].add(&sc, r, standard)
+				if f := frontier(rs[:fixed], r.Goodput); len(ls.Frontier) > 0 {
+					if math.IsNaN(f) {
+						sums[i].OffFrontier++
+					} else {
+						span(&sums[i].AboveFrontier, r.ThrottledShare-f)
+					}
+				}
 			}
 		}
 		out = append(out, sums...)
 	}
 	return out, nil
+}
+
+// frontierReach is how far past the frontier's highest goodput a result
+// is still compared with that point: a share of the capacity.
+const frontierReach = 0.01
+
+// frontier returns the throttled share of the fixed-rate frontier at
+// goodput g: on the straight line between the two efficient fixed-rate
+// results around g (those that no other result beats on both goodput and
+// throttled share), or that of the highest within frontierReach above
+// it; NaN elsewhere.
+func frontier(fixed []Result, g float64) float64 {
+	pts := slices.Clone(fixed)
+	slices.SortFunc(pts, func(a, b Result) int { return cmp.Compare(b.Goodput, a.Goodput) })
+	var eff []Result // by goodput, highest first; throttled falling too
+	for _, p := range pts {
+		if len(eff) == 0 || p.ThrottledShare < eff[len(eff)-1].ThrottledShare {
+			eff = append(eff, p)
+		}
+	}
+	for i := 1; i < len(eff); i++ {
+		hi, lo := eff[i-1], eff[i]
+		if g <= hi.Goodput && g >= lo.Goodput {
+			if hi.Goodput == lo.Goodput {
+				return lo.ThrottledShare
+			}
+			return lo.ThrottledShare + (g-lo.Goodput)*(hi.ThrottledShare-lo.ThrottledShare)/(hi.Goodput-lo.Goodput)
+		}
+	}
+	if top := eff[0]; g >= top.Goodput && g <= top.Goodput+frontierReach {
+		return top.ThrottledShare
+	}
+	return math.NaN()
 }
 
 func indexOf(ms []Mode, m Mode) int {
@@ -217,7 +301,8 @@ func indexOf(ms []Mode, m Mode) int {
 func newLimitSummary(scenario, mode string) LimitSummary {
 	empty := [2]float64{math.Inf(1), math.Inf(-1)}
 	return LimitSummary{Scenario: scenario, Mode: mode, Throttled: empty, Goodput: empty, Fairness: empty,
-		BigShare: empty, SmallShare: empty, VsStandard: empty, SendWhileThrottled: empty, Recovery: empty}
+		BigShare: empty, SmallShare: empty, VsStandard: empty, SendWhileThrottled: empty, Recovery: empty,
+		AboveFrontier: empty}
 }
 
 // add widens the summary's spans to hold r's figures; standard is
@@ -229,7 +314,7 @@ func (s *LimitSummary) add(sc *Scenario, r, standard Result) {
 	if sc.clients() > 1 {
 		span(&s.Fairness, r.Fairness)
 	}
-	if sc.ClientWorkers != nil {
+	if sc.oneBigClient() {
 		total := sum(r.ClientSucceeded)
 		proportion := float64(sc.ClientWorkers[0]) / float64(sc.Workers)
 		big := float64(r.ClientSucceeded[0]) / float64(max(total, 1))
@@ -254,23 +339,33 @@ func (s *LimitSummary) add(sc *Scenario, r, standard Result) {
 	}
 }
 
+// oneBigClient reports whether the first client has more workers than any
+// other.
+func (s *Scenario) oneBigClient() bool {
+	return s.ClientWorkers != nil && len(s.ClientWorkers) > 1 && s.ClientWorkers[0] > slices.Max(s.ClientWorkers[1:])
+}
+
 // WriteLimitsTable writes summaries as Markdown tables, one per scenario,
 // with each scenario's target.
 func WriteLimitsTable(w io.Writer, scenarios []LimitScenario, summaries []LimitSummary, seeds int) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Adaptive mode at the limits, %d seeds (min-max); 20-50 ms network each way, token-bucket servers, workers thinking 0.5-1.5 s, 2 min runs\n", seeds)
+	fmt.Fprintf(&b, "Adaptive mode at the limits, %d seeds (min-max); 20-50 ms network each way, token-bucket servers unless said, workers thinking 0.5-1.5 s\n", seeds)
 	for _, ls := range scenarios {
-		fmt.Fprintf(&b, "\n%s: %s. Target: %s\n\n", ls.Name, ls.Title, ls.Target)
-		b.WriteString("| mode | throttled | goodput | fairness | big / small client's share | successes vs standard | sent while throttled | recovery |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "\n%s: %s; %v runs. Target: %s\n\n", ls.Name, ls.Title, ls.Duration, ls.Target)
+		b.WriteString("| mode | throttled | goodput | fairness | big / small client's share | successes vs standard | sent while throttled | recovery | above the frontier |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 		for _, s := range summaries {
 			if s.Scenario != ls.Name {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Mode,
+			above := points(s.AboveFrontier)
+			if s.OffFrontier > 0 {
+				above += fmt.Sprintf(" (%d seeds off it)", s.OffFrontier)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Mode,
 				pct(s.Throttled), pct(s.Goodput), ratioSpan(s.Fairness),
 				shares(s.BigShare, s.SmallShare), pct(s.VsStandard), pct(s.SendWhileThrottled),
-				secondsSpan(s.Recovery))
+				secondsSpan(s.Recovery), above)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -288,6 +383,19 @@ func pct(mm [2]float64) string {
 		return lo
 	}
 	return lo + "-" + hi
+}
+
+// points formats a [min, max] pair of differences of shares in
+// percentage points; "-" for an empty span.
+func points(mm [2]float64) string {
+	if math.IsInf(mm[0], 1) {
+		return "-"
+	}
+	lo, hi := fmt.Sprintf("%+.1f", 100*mm[0]), fmt.Sprintf("%+.1f", 100*mm[1])
+	if lo == hi {
+		return lo
+	}
+	return lo + " to " + hi
 }
 
 // ratioSpan formats a [min, max] pair of ratios; "-" for an empty span.
