@@ -109,7 +109,25 @@ const maxRateFactor = 2
 //     this client causes. The limiter learns it, as the share over the
 //     last 4 s (when they hold 40 attempts or more), and tolerates that
 //     much (p above) when it limits the client later. A larger share cuts
-//     the rate: that is congestion.
+//     the rate, and the cut is put to a test.
+//   - Test of the cause. A cut from the rate the client wanted, on a
+//     throttled share up to 60% and a second of 20 attempts or more,
+//     starts a test (a client sending under 10 attempts a second does not
+//     test). For up to 8 s the rate stays at half the rate the client sent
+//     before the cut, or more, and the limiter compares the share there
+//     with the share before. Had the throttles come from congestion this
+//     client causes, the service would admit as many attempts a second at
+//     half the rate, and the share would fall accordingly; if it fell by
+//     less than a quarter of that (and, on 40 attempts or more, not by
+//     two standard errors), the throttles do not depend on the load: the
+//     limiter learns the share, tolerates it from then on, and goes back
+//     to the rate before the cut. So a hot partition key that throttles a
+//     quarter of the requests costs a few seconds at half the rate, not
+//     the client's throughput. A client that is a small part of a fleet
+//     congesting a service is not tested (it sends too little), or finds
+//     the share fell with its own rate when the fleet cuts together; a
+//     client that is under a quarter of the load, alone in cutting, would
+//     take the fleet's congestion for load-independent throttling.
 //   - Block. When the service admits nothing (the last two windows hold
 //     10 attempts or more and every one was throttled: a service that
 //     throttles from the first attempt, an account over its quota), the
@@ -126,7 +144,8 @@ const maxRateFactor = 2
 // a server's capacity, the default algorithm serves 95% of the capacity
 // or more with under 5% of sends throttled, from one client or from a
 // fleet of ten; with 5% of attempts throttled whatever the load it
-// completes as many requests as the standard mode.
+// completes as many requests as the standard mode, and with 10%, 25% and
+// 50% from 91% to 100% as many (over five seeds).
 //
 // # The published algorithm
 //

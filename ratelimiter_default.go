@@ -48,6 +48,8 @@ type shareState struct {
 	blocked bool
 	resume  float64
 
+	test causeTest // the test of the throttles' cause, while one runs
+
 	// The last cuts, newest first: when each was made and the rate in
 	// use before it (0: the limiter did not pace). A block, found on two
 	// windows every attempt of which was throttled, began with the cuts
@@ -168,6 +170,9 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 		a.block(l, now, base)
 		return
 	}
+	if s.test.running && s.test.run(l, now, s.recent[s.fresh-1], &s.learned) {
+		return
+	}
 	p := s.learned
 	if free {
 		// A small share is not congestion this client causes: learn it.
@@ -185,7 +190,16 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	if !l.enabled.Load() {
 		s.cuts[0].before = 0
 	}
-	l.restart(now, base*max(1-(evidence.share()-p), l.cfg.beta))
+	cut := base * max(1-(evidence.share()-p), l.cfg.beta)
+	// A test of the throttles' cause keeps the rate at half the rate
+	// sent before its cut or more.
+	if floor := s.test.consider(l, free, evidence, base); floor > 0 {
+		if base <= floor {
+			return
+		}
+		cut = max(cut, floor)
+	}
+	l.restart(now, cut)
 	// Empty the bucket: what it holds was earned at the rate just cut.
 	l.setBurst(now, 0)
 }
@@ -208,25 +222,17 @@ func (a *excessShare) block(l *RateLimiter, now time.Time, base float64) {
 			}
 		}
 	}
+	s.test.running = false
 	l.restart(now, l.cfg.minFillRate)
 	l.setBurst(now, 0)
 }
 
 // unblock goes back to the rate in use before the block: an admitted
 // attempt says the service admits again, at a rate the block says nothing
-// about. If the limiter did not pace before, it stops pacing. l.mu must be
-// held.
+// about. l.mu must be held.
 func (a *excessShare) unblock(l *RateLimiter, now time.Time) {
-	s := &a.share
-	s.blocked = false
-	if s.resume == 0 {
-		l.enabled.Store(false)
-		return
-	}
-	l.restart(now, s.resume)
-	// The measured rate fell during the block: let the curve start from
-	// the rate restored, not from twice what the block held it to.
-	l.measured = max(l.measured, s.resume/maxRateFactor)
+	a.share.blocked = false
+	restore(l, now, a.share.resume)
 }
 
 // rate returns the rate the default algorithm allows at now. l.mu must be

@@ -366,8 +366,10 @@ func TestRateLimiterConcurrent(t *testing.T) {
 			if err := checkLimiterInvariants(s, minFill, minCap); err != nil {
 				t.Error(err)
 			}
-			if !s.Enabled {
-				t.Error("not enabled after throttles")
+			// One attempt in 7 throttled, whatever the rate: the limiter
+			// cut, or learned the share as independent of the load.
+			if !s.Enabled && s.LearnedShare == 0 {
+				t.Errorf("neither cut nor learned a share after throttles: %+v", s)
 			}
 		})
 	}
@@ -535,8 +537,11 @@ func TestRateLimiterLoadIndependentShare(t *testing.T) {
 		{until: 7500 * time.Millisecond, gap: gap, pattern: fivePercent, enabled: true, fillRate: 12 * (1 + c*8), lastMaxRate: 12, learnedShare: 0.05},
 		// A share well above the learned one cuts by the excess: at 8 s
 		// the last two windows hold 6 throttles of 20 (30%: the one at
-		// 7.5 s and 5 after it), and the rate set at 7.95 s is cut by 25%.
-		{until: 8 * time.Second, gap: gap, pattern: "tttttsssss", enabled: true, fillRate: 0.75 * 12 * (1 + c*2.45*2.45*2.45), learnedShare: 0.05},
+		// 7.5 s and 5 after it), and the rate set at 7.95 s would be cut
+		// by 25%, to 9.4/s; but the cut at 5.5 s started a test of the
+		// throttles' cause, which keeps the rate at half the 20/s sent
+		// before it or more (see TestRateLimiterCauseTest).
+		{until: 8 * time.Second, gap: gap, pattern: "tttttsssss", enabled: true, fillRate: 10, learnedShare: 0.05},
 	})
 }
 
@@ -618,8 +623,10 @@ func TestRateLimiterCutBoundAndBucket(t *testing.T) {
 		// At 1.5 s the last two windows hold 9 throttles of 20: a cut by
 		// 45% - 10% of the 20/s in use, bounded by beta. At 2 s they hold
 		// 19 of 20: a cut by 95% of the rate allowed at 1.95 s, bounded
-		// by beta.
-		{retry.DefaultBeta, 13, 0.5 * 13 * (1 + retry.DefaultScaleConstant*0.45*0.45*0.45)},
+		// by beta, and by the test of the throttles' cause that the first
+		// cut started, which keeps the rate at half the 20/s sent before
+		// it or more.
+		{retry.DefaultBeta, 13, 10},
 		{0.8, 16, 0.8 * 16 * (1 + retry.DefaultScaleConstant*0.45*0.45*0.45)},
 	} {
 		clock := newManualClock()
@@ -859,4 +866,67 @@ func TestRateLimiterRefillsAfterACutAtTheSameCapacity(t *testing.T) {
 	_, err = l.Acquire()
 	assert.NoError(t, err, "the emptied bucket refills")
 	assert.Greater(t, l.Stats().Tokens, 0.0)
+}
+
+// sendAgainst drives a fail-fast limiter for d: the client wants to send
+// perSecond attempts a second, sends each the limiter admits, and the
+// server's throttled decides its outcome. It returns the attempts sent in
+// the last 5 s of d.
+func sendAgainst(l *retry.RateLimiter, clock *manualClock, perSecond float64, d time.Duration, throttled func(now time.Duration) bool) int {
+	gap := time.Duration(float64(time.Second) / perSecond)
+	sentLate := 0
+	for at := time.Duration(0); at < d; at += gap {
+		clock.Advance(gap)
+		if _, err := l.Acquire(); err != nil {
+			continue // no slot: the client does not send
+		}
+		if at >= d-5*time.Second {
+			sentLate++
+		}
+		l.Update(throttled(at))
+	}
+	return sentLate
+}
+
+// The default algorithm tells congestion from throttles that do not depend
+// on the load by a test: a cut from the rate the client wanted holds the
+// rate at half of it for a few seconds. A share that stays where it was
+// there does not depend on the load: the limiter learns it, goes back to
+// the rate the client wanted, and tolerates that share from then on. A
+// share that falls is congestion, and the algorithm goes on.
+func TestRateLimiterCauseTest(t *testing.T) {
+	const demand = 40.0 // attempts a second
+	t.Run("load-independent", func(t *testing.T) {
+		for _, share := range []int{4, 2} { // every 4th, every other: 25%, 50%
+			clock := newManualClock()
+			l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+			n := 0
+			sent := sendAgainst(l, clock, demand, 30*time.Second, func(time.Duration) bool { n++; return n%share == 0 })
+			s := l.Stats()
+			want := 1 / float64(share)
+			if math.Abs(s.LearnedShare-want) > 0.1 || float64(sent) < 0.9*demand*5 {
+				t.Errorf("%.0f%% throttled whatever the rate: learned %.3f, sent %d in the last 5 s (want about %.2f, >= %.0f): %+v",
+					100*want, s.LearnedShare, sent, want, 0.9*demand*5, s)
+			}
+		}
+	})
+	t.Run("congestion", func(t *testing.T) {
+		// A server that admits 20 a second by a token bucket of 2.
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+		tokens, last := 2.0, time.Duration(0)
+		sent := sendAgainst(l, clock, demand, 30*time.Second, func(now time.Duration) bool {
+			tokens = min(tokens+20*(now-last).Seconds(), 2)
+			last = now
+			if tokens < 1 {
+				return true
+			}
+			tokens--
+			return false
+		})
+		s := l.Stats()
+		if s.LearnedShare > 0.05 || !s.Enabled || float64(sent) > 1.3*20*5 {
+			t.Errorf("congestion at 2x: learned %.3f, sent %d in the last 5 s (want about 0, <= %.0f): %+v", s.LearnedShare, sent, 1.3*20*5, s)
+		}
+	})
 }

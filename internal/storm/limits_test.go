@@ -15,7 +15,7 @@ var limitSeeds = []uint64{1, 2, 3, 4, 5}
 // adaptive mode, the targets it meets on every seed, and that the table's
 // fixed-rate sender and frontier are what they claim to be. The targets it
 // misses (small clients, fairness, the mixed fleet, load-independent shares
-// of 25% and 50%, the many-tiny fleet's frontier) are in the README with
+// of 10% and 50% on one seed, the many-tiny fleet's frontier) are in the README with
 // their figures; each has a guard here at today's figure, so that a change
 // that makes one worse fails.
 func TestLimits(t *testing.T) {
@@ -85,14 +85,17 @@ func TestLimits(t *testing.T) {
 	}{
 		// Target 1: 5% throttled. Today 25.4-25.6%.
 		{"small-clients", "throttled", func(s storm.LimitSummary) float64 { return s.Throttled[1] }, 0.28, false},
-		// Target 2: fairness 0.8. Today 0.15-0.43 and 0.22-0.41.
+		// Target 2: fairness 0.8. Today 0.23-0.43 and 0.17-0.58.
 		{"fair-3x", "fairness", func(s storm.LimitSummary) float64 { return s.Fairness[0] }, 0.1, true},
 		{"fair-10x", "fairness", func(s storm.LimitSummary) float64 { return s.Fairness[0] }, 0.1, true},
 		{"fair-3x", "throttled", func(s storm.LimitSummary) float64 { return s.Throttled[1] }, 0.07, false},
 		{"fair-10x", "throttled", func(s storm.LimitSummary) float64 { return s.Throttled[1] }, 0.14, false},
-		// Target 4: 95% of standard's completions. Today 87.8-99.7% at
-		// 10%; 3-4% at 25%, 2-3% at 50%.
-		{"share-10", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
+		// Target 4: 95% of standard's completions. Today 91.1-99.7% at
+		// 10%, 95.7-98.7% at 25%, 93.2-97.6% at 50% (before the test of
+		// the throttles' cause: 87.8-99.7%, 3-4%, 2-3%).
+		{"share-10", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.9, true},
+		{"share-25", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.93, true},
+		{"share-50", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.9, true},
 		// Target 6: back within 5 s. Today 2.3-6.2 s.
 		{"step", "recovery (s)", func(s storm.LimitSummary) float64 { return s.Recovery[1] }, 7, false},
 	}
