@@ -71,6 +71,8 @@ func limitBase() Scenario {
 //   - share-10, share-25, share-50: one client of 50 workers, capacity
 //     ample (0.5x), and 10%, 25%, 50% of attempts throttled whatever the
 //     load;
+//   - share-25-overload: one client of 300 workers offering 3x, and 25%
+//     of attempts throttled whatever the load;
 //   - throttled-start: one client of 50 workers, every attempt throttled
 //     for the first 10 s, then capacity ample;
 //   - step: one client of 50 workers, capacity 100 → 30 at 60 s → 100 at
@@ -106,13 +108,15 @@ func LimitScenarios() []LimitScenario {
 
 	one := b
 	one.Workers = 50 // 0.5x of 100 req/s
-	share10, share25, share50, start, step := one, one, one, one, one
+	share10, share25, share50, start, step, shareOver := one, one, one, one, one, one
 	share10.Name, share10.ThrottleShare = "share-10", 0.10
 	share10.Title = "1 client x 50 workers, 100 req/s, 10% throttled whatever the load"
 	share25.Name, share25.ThrottleShare = "share-25", 0.25
 	share25.Title = "1 client x 50 workers, 100 req/s, 25% throttled whatever the load"
 	share50.Name, share50.ThrottleShare = "share-50", 0.50
 	share50.Title = "1 client x 50 workers, 100 req/s, 50% throttled whatever the load"
+	shareOver.Name, shareOver.ThrottleShare, shareOver.Workers = "share-25-overload", 0.25, 300
+	shareOver.Title = "1 client x 300 workers, 100 req/s, offered 3x, and 25% throttled whatever the load"
 	start.Name, start.Duration, start.Server = "throttled-start", 80*time.Second, Windows
 	start.Incident = Incident{Start: 0, End: 10 * time.Second}
 	start.Title = "1 client x 50 workers, every attempt throttled for 10 s, then 100 req/s (1-s windows)"
@@ -130,6 +134,7 @@ func LimitScenarios() []LimitScenario {
 		{Scenario: share10, Target: ">= 95% of standard's completions"},
 		{Scenario: share25, Target: ">= 95% of standard's completions"},
 		{Scenario: share50, Target: ">= 95% of standard's completions"},
+		{Scenario: shareOver, Target: ">= 95% of standard's completions"},
 		{Scenario: start, Target: "sends near 0 within 2 s; full rate within 2 s of the heal"},
 		{Scenario: step, Target: "full rate within 5 s of the heal"},
 	}

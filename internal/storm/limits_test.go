@@ -15,9 +15,9 @@ var limitSeeds = []uint64{1, 2, 3, 4, 5}
 // adaptive mode, the targets it meets on every seed, and that the table's
 // fixed-rate sender and frontier are what they claim to be. The targets it
 // misses (small clients, fairness, the mixed fleet, load-independent shares
-// of 10% and 50% on one seed, the many-tiny fleet's frontier) are in the README with
-// their figures; each has a guard here at today's figure, so that a change
-// that makes one worse fails.
+// of 10% and 50% on one seed, the many-tiny fleet's frontier, a hot key on
+// top of overload) are in the README with their figures; most have a guard
+// here at today's figure, so that a change that makes one worse fails.
 func TestLimits(t *testing.T) {
 	scs := storm.LimitScenarios()
 	sums, err := storm.CompareLimits(scs, limitSeeds)
