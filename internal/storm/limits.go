@@ -347,7 +347,7 @@ func (s *LimitSummary) add(sc *Scenario, r, standard Result) {
 // oneBigClient reports whether the first client has more workers than any
 // other.
 func (s *Scenario) oneBigClient() bool {
-	return s.ClientWorkers != nil && len(s.ClientWorkers) > 1 && s.ClientWorkers[0] > slices.Max(s.ClientWorkers[1:])
+	return len(s.ClientWorkers) > 1 && s.ClientWorkers[0] > slices.Max(s.ClientWorkers[1:])
 }
 
 // WriteLimitsTable writes summaries as Markdown tables, one per scenario,
