@@ -243,5 +243,5 @@ func (a *excessShare) rate(l *RateLimiter, now time.Time) float64 {
 		return ceiling
 	}
 	t := now.Sub(l.lastThrottle).Seconds()
-	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t), ceiling)
+	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t)+l.cfg.absGrowth*t*t*t, ceiling)
 }

@@ -24,6 +24,11 @@ type limiterConfig struct {
 	tolerance         float64
 	toleranceSet      bool // WithThrottleTolerance was given
 	failFast          bool
+	// absGrowth adds absGrowth*t^3 sends per second to the default
+	// algorithm's growth curve: growth that does not scale with the
+	// client's rate. Only tests set it (growth_tradeoff_test.go measures
+	// what it does: it is not worth an option).
+	absGrowth float64
 }
 
 // limiterDefaults returns the configuration of the default algorithm, or
