@@ -38,19 +38,11 @@ type LimitScenario struct {
 // server of 100 requests/s holding 0.2 s of capacity, 20-50 ms of network
 // latency each way, workers that think 0.5-1.5 s.
 func limitBase() Scenario {
-	return Scenario{
-		Duration:       2 * time.Minute,
-		Capacity:       100,
-		Server:         Bucket,
-		Burst:          20,
-		ThinkMin:       500 * time.Millisecond,
-		ThinkMax:       1500 * time.Millisecond,
-		Latency:        20 * time.Millisecond,
-		NetMin:         20 * time.Millisecond,
-		NetMax:         50 * time.Millisecond,
-		RequestTimeout: 10 * time.Second,
-		DrainGrace:     10 * time.Second,
-	}
+	b := workload()
+	b.Duration = 2 * time.Minute
+	b.Server, b.Burst = Bucket, 20
+	b.NetMin, b.NetMax = 20*time.Millisecond, 50*time.Millisecond
+	return b
 }
 
 // LimitScenarios returns the scenarios of the limits table, each two
@@ -377,43 +369,29 @@ func WriteLimitsTable(w io.Writer, scenarios []LimitScenario, summaries []LimitS
 	return err
 }
 
-// pct formats a [min, max] pair of shares as percentages with one
-// decimal; "-" for an empty span.
-func pct(mm [2]float64) string {
+// formatSpan formats a [min, max] pair with format, each value times
+// scale, joined by sep when they differ; "-" for an empty span (as
+// newLimitSummary leaves it).
+func formatSpan(mm [2]float64, format string, scale float64, sep string) string {
 	if math.IsInf(mm[0], 1) {
 		return "-"
 	}
-	lo, hi := fmt.Sprintf("%.1f%%", 100*mm[0]), fmt.Sprintf("%.1f%%", 100*mm[1])
+	lo, hi := fmt.Sprintf(format, scale*mm[0]), fmt.Sprintf(format, scale*mm[1])
 	if lo == hi {
 		return lo
 	}
-	return lo + "-" + hi
+	return lo + sep + hi
 }
+
+// pct formats a [min, max] pair of shares as percentages with a decimal.
+func pct(mm [2]float64) string { return formatSpan(mm, "%.1f%%", 100, "-") }
 
 // points formats a [min, max] pair of differences of shares in
-// percentage points; "-" for an empty span.
-func points(mm [2]float64) string {
-	if math.IsInf(mm[0], 1) {
-		return "-"
-	}
-	lo, hi := fmt.Sprintf("%+.1f", 100*mm[0]), fmt.Sprintf("%+.1f", 100*mm[1])
-	if lo == hi {
-		return lo
-	}
-	return lo + " to " + hi
-}
+// percentage points.
+func points(mm [2]float64) string { return formatSpan(mm, "%+.1f", 100, " to ") }
 
-// ratioSpan formats a [min, max] pair of ratios; "-" for an empty span.
-func ratioSpan(mm [2]float64) string {
-	if math.IsInf(mm[0], 1) {
-		return "-"
-	}
-	lo, hi := fmt.Sprintf("%.2f", mm[0]), fmt.Sprintf("%.2f", mm[1])
-	if lo == hi {
-		return lo
-	}
-	return lo + "-" + hi
-}
+// ratioSpan formats a [min, max] pair of ratios.
+func ratioSpan(mm [2]float64) string { return formatSpan(mm, "%.2f", 1, "-") }
 
 func shares(big, small [2]float64) string {
 	if math.IsInf(big[0], 1) {

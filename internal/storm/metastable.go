@@ -345,11 +345,5 @@ func WriteMetastableTable(w io.Writer, summaries []MetastableSummary, seeds int)
 	return err
 }
 
-// percentSpan formats a [min, max] pair of shares as percentages.
-func percentSpan(mm [2]float64) string {
-	lo, hi := fmt.Sprintf("%.0f%%", 100*mm[0]), fmt.Sprintf("%.0f%%", 100*mm[1])
-	if lo == hi {
-		return lo
-	}
-	return lo + "-" + hi
-}
+// percentSpan formats a [min, max] pair of shares as whole percentages.
+func percentSpan(mm [2]float64) string { return formatSpan(mm, "%.0f%%", 100, "-") }

@@ -270,16 +270,8 @@ const DefaultDuration = 5 * time.Minute
 // brownout run at 100 requests/s so that a 1-second window holds enough
 // requests to time the recovery.
 func Scenarios() []Scenario {
-	base := Scenario{
-		Duration:       DefaultDuration,
-		Capacity:       100,
-		Workers:        50,
-		ThinkMin:       500 * time.Millisecond,
-		ThinkMax:       1500 * time.Millisecond,
-		Latency:        20 * time.Millisecond,
-		RequestTimeout: 10 * time.Second,
-		DrainGrace:     10 * time.Second,
-	}
+	base := workload()
+	base.Workers = 50
 	outage, overload, overload100, fleet, overload10x, hotKey, startup, brownout := base, base, base, base, base, base, base, base
 	outage.Name = "outage"
 	outage.Title = "(a) full outage 2:00-3:00; 100 req/s server, offered 0.5x"
@@ -308,6 +300,21 @@ func Scenarios() []Scenario {
 	brownout.Title = "(c) capacity a third 2:00-3:00; 100 req/s server, offered 0.5x"
 	brownout.Incident = Incident{Start: 2 * time.Minute, End: 3 * time.Minute, Capacity: 100.0 / 3}
 	return []Scenario{outage, overload, overload100, brownout, fleet, overload10x, hotKey, startup}
+}
+
+// workload returns what the demo's scenarios share: a server of 100
+// requests/s that answers in 20 ms, workers that think 0.5-1.5 s between
+// requests with a 10-s deadline each, 5-minute runs; no workers yet.
+func workload() Scenario {
+	return Scenario{
+		Duration:       DefaultDuration,
+		Capacity:       100,
+		ThinkMin:       500 * time.Millisecond,
+		ThinkMax:       1500 * time.Millisecond,
+		Latency:        20 * time.Millisecond,
+		RequestTimeout: 10 * time.Second,
+		DrainGrace:     10 * time.Second,
+	}
 }
 
 func (s *Scenario) validate() error {
