@@ -151,9 +151,9 @@ func (c windowCount) share() float64 {
 }
 
 // decide runs the default algorithm when a measurement window has closed:
-// cut to the minimum while the service admits nothing; otherwise learn the
-// load-independent share, then cut if the evidence calls for it. l.mu must
-// be held.
+// cut to the minimum while the service admits nothing; otherwise move a
+// running test of the throttles' cause on, learn the load-independent
+// share, then cut if the evidence calls for it. l.mu must be held.
 func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	s := &a.share
 	// Not limiting the client: it has not cut yet, or the client sends
@@ -185,11 +185,6 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(pn) {
 		return
 	}
-	copy(s.cuts[1:], s.cuts[:])
-	s.cuts[0].at, s.cuts[0].before = now, base
-	if !l.enabled.Load() {
-		s.cuts[0].before = 0
-	}
 	cut := base * max(1-(evidence.share()-p), l.cfg.beta)
 	// A test of the throttles' cause keeps the rate at half the rate
 	// sent before its cut or more.
@@ -198,6 +193,11 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 			return
 		}
 		cut = max(cut, floor)
+	}
+	copy(s.cuts[1:], s.cuts[:])
+	s.cuts[0].at, s.cuts[0].before = now, base
+	if !l.enabled.Load() {
+		s.cuts[0].before = 0
 	}
 	l.restart(now, cut)
 	// Empty the bucket: what it holds was earned at the rate just cut.
