@@ -46,6 +46,7 @@ const (
 type causeTest struct {
 	running bool
 	again   bool        // a cut that could not start a test: start at the next, back to resume
+	againAt time.Time   // when that cut was made: again lapses testWindows windows later
 	windows int         // the windows closed since it started
 	before  windowCount // the attempts of the evidence of the cut that started it
 	resume  float64     // the rate in use before that cut; 0: the limiter did not pace
@@ -59,9 +60,13 @@ type causeTest struct {
 // rate in evidence; and returns the floor the running test sets, half the
 // rate sent before its cut, or 0 if none runs. A cut on too little
 // evidence, or on a share above testMaxShare, starts a test at the next
-// cut instead, which goes back to the rate before this one if it finds
-// the throttles independent of the load. l.mu must be held.
-func (t *causeTest) consider(l *RateLimiter, free bool, evidence windowCount, base float64) float64 {
+// cut instead (within testWindows windows), which goes back to the rate
+// before this one if it finds the throttles independent of the load. l.mu
+// must be held.
+func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence windowCount, base float64) float64 {
+	if t.again && now.Sub(t.againAt) > testWindows*l.cfg.window {
+		t.again = false
+	}
 	half := float64(evidence.attempts) / (evidenceWindows * l.cfg.window.Seconds()) / 2
 	if !t.running && (free || t.again) && half*testWindows*l.cfg.window.Seconds() >= 2*testAttempts {
 		resume := base
@@ -71,7 +76,7 @@ func (t *causeTest) consider(l *RateLimiter, free bool, evidence windowCount, ba
 		switch {
 		case evidence.attempts < testAttempts || evidence.share() > testMaxShare:
 			if !t.again {
-				*t = causeTest{again: true, resume: resume}
+				*t = causeTest{again: true, againAt: now, resume: resume}
 			}
 		case t.again:
 			*t = causeTest{running: true, before: evidence, resume: t.resume, half: half}
