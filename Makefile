@@ -6,8 +6,11 @@ MODULES := . awsretry grpcretry otelretry redisretry
 
 .PHONY: test demo modules
 
+# The storm simulations take minutes under the race detector on a
+# two-core machine: past go test's default 10-minute limit per package
+# on a slow one.
 test:
-	@set -e; for m in $(MODULES); do echo "-- $$m"; (cd $$m && go test -race ./...); done
+	@set -e; for m in $(MODULES); do echo "-- $$m"; (cd $$m && go test -race -timeout 30m ./...); done
 
 demo:
 	go run ./examples/storm
