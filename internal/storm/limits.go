@@ -46,8 +46,9 @@ func limitBase() Scenario {
 }
 
 // LimitScenarios returns the scenarios of the limits table, each two
-// minutes long (the throttled start and the step longer, to have a
-// baseline after the incident), on limitBase's server unless said:
+// minutes long and on limitBase's server unless said (the throttled start
+// 80 s and the step 150 s, to have a minute of baseline after the
+// incident):
 //
 //   - small-clients: 100 clients of 3 workers (about 3 requests/s each),
 //     offering 3x;
@@ -66,7 +67,8 @@ func limitBase() Scenario {
 //   - share-25-overload: one client of 300 workers offering 3x, and 25%
 //     of attempts throttled whatever the load;
 //   - throttled-start: one client of 50 workers, every attempt throttled
-//     for the first 10 s, then capacity ample;
+//     for the first 10 s, then capacity ample, on a server of 1-s windows
+//     (a token bucket would admit its first burst);
 //   - step: one client of 50 workers, capacity 100 → 30 at 60 s → 100 at
 //     90 s.
 func LimitScenarios() []LimitScenario {
