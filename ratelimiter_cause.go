@@ -56,32 +56,29 @@ type causeTest struct {
 }
 
 // consider starts a test on a cut, if the cut is from the rate the client
-// wanted (free, base) and the client sends enough to test at half of its
-// rate in evidence; and returns the floor the running test sets, half the
-// rate sent before its cut, or 0 if none runs. A cut on too little
-// evidence, or on a share above testMaxShare, starts a test at the next
-// cut instead (within testWindows windows), which goes back to the rate
-// before this one if it finds the throttles independent of the load. l.mu
-// must be held.
-func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence windowCount, base float64) float64 {
+// wanted (free) and the client sends enough to test at half of its rate in
+// evidence; and returns the floor the running test sets, half the rate
+// sent before its cut, or 0 if none runs. A test that finds the throttles
+// independent of the load goes back to back, the rate before the cut (0:
+// no pacing). A cut on too little evidence, or on a share above
+// testMaxShare, starts a test at the next cut instead (within testWindows
+// windows), which goes back to the rate before this one. l.mu must be
+// held.
+func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence windowCount, back float64) float64 {
 	if t.again && now.Sub(t.againAt) > testWindows*l.cfg.window {
 		t.again = false
 	}
 	half := float64(evidence.attempts) / (evidenceWindows * l.cfg.window.Seconds()) / 2
 	if !t.running && (free || t.again) && half*testWindows*l.cfg.window.Seconds() >= 2*testAttempts {
-		resume := base
-		if !l.enabled.Load() {
-			resume = 0
-		}
 		switch {
 		case evidence.attempts < testAttempts || evidence.share() > testMaxShare:
 			if !t.again {
-				*t = causeTest{again: true, againAt: now, resume: resume}
+				*t = causeTest{again: true, againAt: now, resume: back}
 			}
 		case t.again:
 			*t = causeTest{running: true, before: evidence, resume: t.resume, half: half}
 		default:
-			*t = causeTest{running: true, before: evidence, resume: resume, half: half}
+			*t = causeTest{running: true, before: evidence, resume: back, half: half}
 		}
 	}
 	if !t.running {

@@ -165,9 +165,15 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	if free {
 		base = l.measured
 	}
+	// The rate to go back to if what follows (a block, a cut) proves
+	// wrong: the rate in use, or 0 if the limiter did not pace.
+	back := base
+	if !l.enabled.Load() {
+		back = 0
+	}
 	evidence := s.counts(evidenceWindows)
 	if evidence.attempts >= blockAttempts && evidence.throttles == evidence.attempts {
-		a.block(l, now, base)
+		a.block(l, now, back)
 		return
 	}
 	if s.test.running && s.test.run(l, now, s.recent[s.fresh-1], &s.learned) {
@@ -188,33 +194,27 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	cut := base * max(1-(evidence.share()-p), l.cfg.beta)
 	// A test of the throttles' cause keeps the rate at half the rate
 	// sent before its cut or more.
-	if floor := s.test.consider(l, now, free, evidence, base); floor > 0 {
+	if floor := s.test.consider(l, now, free, evidence, back); floor > 0 {
 		if base <= floor {
 			return
 		}
 		cut = max(cut, floor)
 	}
 	copy(s.cuts[1:], s.cuts[:])
-	s.cuts[0].at, s.cuts[0].before = now, base
-	if !l.enabled.Load() {
-		s.cuts[0].before = 0
-	}
+	s.cuts[0].at, s.cuts[0].before = now, back
 	l.restart(now, cut)
 	// Empty the bucket: what it holds was earned at the rate just cut.
 	l.setBurst(now, 0)
 }
 
 // block cuts the rate to the minimum while the service admits nothing,
-// and remembers the rate in use before, base, for the next accepted
-// attempt. l.mu must be held.
-func (a *excessShare) block(l *RateLimiter, now time.Time, base float64) {
+// and remembers the rate to go back to, back (0: no pacing), for the next
+// accepted attempt. l.mu must be held.
+func (a *excessShare) block(l *RateLimiter, now time.Time, back float64) {
 	s := &a.share
 	if !s.blocked {
 		s.blocked = true
-		s.resume = base
-		if !l.enabled.Load() {
-			s.resume = 0
-		}
+		s.resume = back
 		// Go back to before the cuts the block began with.
 		for _, c := range s.cuts {
 			if now.Sub(c.at) <= evidenceWindows*l.cfg.window {
