@@ -239,14 +239,19 @@ func CompareLimits(scenarios []LimitScenario, seeds []uint64) ([]LimitSummary, e
 				}
 			}
 			standard := rs[fixed+indexOf(LimitModes, Standard)]
+			var eff []Result
+			if len(ls.Frontier) > 0 {
+				eff = efficient(rs[:fixed])
+			}
 			for i, r := range rs {
 				sums[i].add(&sc, r, standard)
-				if f := frontier(rs[:fixed], r.Goodput); len(ls.Frontier) > 0 {
-					if math.IsNaN(f) {
-						sums[i].OffFrontier++
-					} else {
-						span(&sums[i].AboveFrontier, r.ThrottledShare-f)
-					}
+				if eff == nil {
+					continue
+				}
+				if f := frontier(eff, r.Goodput); math.IsNaN(f) {
+					sums[i].OffFrontier++
+				} else {
+					span(&sums[i].AboveFrontier, r.ThrottledShare-f)
 				}
 			}
 		}
@@ -259,20 +264,26 @@ func CompareLimits(scenarios []LimitScenario, seeds []uint64) ([]LimitSummary, e
 // is still compared with that point: a share of the capacity.
 const frontierReach = 0.01
 
-// frontier returns the throttled share of the fixed-rate frontier at
-// goodput g: on the straight line between the two efficient fixed-rate
-// results around g (those that no other result beats on both goodput and
-// throttled share), or that of the highest within frontierReach above
-// it; NaN elsewhere.
-func frontier(fixed []Result, g float64) float64 {
+// efficient returns the fixed-rate results that no other beats on both
+// goodput and throttled share, by goodput from the highest: the points of
+// the fixed-rate frontier.
+func efficient(fixed []Result) []Result {
 	pts := slices.Clone(fixed)
 	slices.SortFunc(pts, func(a, b Result) int { return cmp.Compare(b.Goodput, a.Goodput) })
-	var eff []Result // by goodput, highest first; throttled falling too
+	var eff []Result // throttled falling with goodput
 	for _, p := range pts {
 		if len(eff) == 0 || p.ThrottledShare < eff[len(eff)-1].ThrottledShare {
 			eff = append(eff, p)
 		}
 	}
+	return eff
+}
+
+// frontier returns the throttled share of the fixed-rate frontier eff
+// (see efficient) at goodput g: on the straight line between the two
+// points around g, or that of the highest within frontierReach above it;
+// NaN elsewhere.
+func frontier(eff []Result, g float64) float64 {
 	for i := 1; i < len(eff); i++ {
 		hi, lo := eff[i-1], eff[i]
 		if g <= hi.Goodput && g >= lo.Goodput {
