@@ -43,7 +43,7 @@ func TestGrowthTradeoff(t *testing.T) {
 			fair10 = ls
 		}
 	}
-	seeds := []uint64{1, 2, 3, 4, 5}
+	seeds := storm.Seeds(1)
 	type point struct {
 		g                        float64
 		smallThrottled, fairness [2]float64 // min, max over seeds

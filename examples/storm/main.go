@@ -107,7 +107,7 @@ whatever the load; in an outage it answers 503.
 
 	// Retries across the layers of a call chain (retry.NewHandler), over
 	// five seeds from -seed on.
-	seeds := []uint64{*seed, *seed + 1, *seed + 2, *seed + 3, *seed + 4}
+	seeds := storm.Seeds(*seed)
 	chains, err := storm.CompareChains(storm.ChainScenarios(), storm.ChainConfigs(), seeds)
 	if err != nil {
 		log.Fatal(err)

@@ -241,6 +241,10 @@ type Scenario struct {
 	MaxSendWait time.Duration
 }
 
+// Seeds returns the five seeds from first on over which the demo's
+// comparisons run and the README quotes min-max figures: Seeds(1) is 1-5.
+func Seeds(first uint64) []uint64 { return []uint64{first, first + 1, first + 2, first + 3, first + 4} }
+
 // DefaultDuration is the length of the demo's scenarios.
 const DefaultDuration = 5 * time.Minute
 
