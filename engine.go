@@ -60,7 +60,7 @@ func (e *engine) acquire(scope string, t *token) error {
 	st := e.scopeState(scope)
 	t.owner, t.scope, t.scopeName, t.pending = e, st, scope, st.limiter != nil
 	if b := st.bucket; b != nil && b.cfg.initialTryCost > 0 {
-		w, err := b.Acquire(b.cfg.initialTryCost)
+		w, err := b.acquire(b.cfg.initialTryCost, t.stripeHint())
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func (e *engine) next(t *token, c Classification) error {
 			return err
 		}
 		cost = b.RetryCost(c)
-		w, err := b.Acquire(cost)
+		w, err := b.acquire(cost, t.stripeHint())
 		if err != nil {
 			b.refundRetry()
 			b.failed(c)
@@ -240,7 +240,7 @@ func (e *engine) abandon(t *token, lastErr, reason error) {
 // giveBack returns the quota t took.
 func (e *engine) giveBack(t *token) {
 	if t.scope.bucket != nil {
-		_ = t.scope.bucket.Release(t.cost)
+		_ = t.scope.bucket.releaseFor(t.cost, t.stripeHint())
 	}
 }
 

@@ -50,34 +50,22 @@ type successCount struct {
 	read atomic.Int64
 }
 
-// spreadShards is how many counters spreadCounts has.
-const (
-	spreadBits   = 3
-	spreadShards = 1 << spreadBits
-)
-
 // spreadCounts are the counters of successes of a limiter that goroutines
 // count at the same moment, each on cache lines of its own.
 type spreadCounts [spreadShards]struct {
 	successCount
-	_ [112]byte // 128 bytes apart: never on the same line, nor on a pair of lines prefetched together
+	_ [spreadPad - unsafe.Sizeof(successCount{})]byte
 }
 
 // successCounter returns the counter a success is counted in: uncounted,
 // until counting there was contended, and then the spread counter of the
-// calling goroutine. A goroutine is told by the address of its stack,
-// which is cheap to read and, unlike a random choice, stays the same from
-// one success to the next, so that a goroutine that keeps to one CPU keeps
-// to one counter. (A stack that grows or moves only picks another counter:
-// any counter is correct.)
+// calling goroutine (see goroutineShard).
 func (l *RateLimiter) successCounter() *successCount {
 	sp := l.spread.Load()
 	if sp == nil {
 		return &l.uncounted
 	}
-	var here byte
-	stack := uintptr(unsafe.Pointer(&here)) >> 11 // a goroutine's first stack is 2 KiB
-	return &sp[addressHash(stack, spreadBits)].successCount
+	return &sp[goroutineShard()].successCount
 }
 
 // contended counts a success in c, whose counting was contended, and from

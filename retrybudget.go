@@ -85,9 +85,9 @@ func (b *TokenBucket) succeeded() {
 	}
 	// The full flag was held down while the scope failed.
 	if b.cfg.refillRate == 0 {
-		if b.tokens.Load() == b.capacity {
+		if b.holdsCapacity() {
 			b.setFull()
-			if b.tokens.Load() != b.capacity {
+			if !b.holdsCapacity() {
 				b.full.Store(false)
 			}
 		}

@@ -84,8 +84,9 @@ const DefaultMaxScopes = 128
 // arbitrary scope strings can take: with MaxMaxScopes short-named scopes,
 // a *Standard holds about 31 MiB of scope state and an *Adaptive, which
 // also keeps a rate limiter per scope, about 67 MiB (measured with names
-// of 6 bytes), and 1 KiB more for each scope whose successes goroutines
-// count at the same moment.
+// of 6 bytes), and about 1 KiB more for each scope whose successes, and
+// again for each whose retry quota's tokens, goroutines count at the same
+// moment (see TokenBucket).
 const MaxMaxScopes = 1 << 16
 
 // maxScopeName is the longest scope name a strategy keeps as it is: a
@@ -159,12 +160,6 @@ const (
 // hotSlot returns the hot slot of name.
 func (c *scopeCache) hotSlot(name string) *atomic.Pointer[scopeState] {
 	return &c.hot[addressHash(uintptr(unsafe.Pointer(unsafe.StringData(name))), hotBits)]
-}
-
-// addressHash maps an address to one of 2^bits slots by Fibonacci
-// hashing, which spreads nearby addresses over the slots.
-func addressHash(p uintptr, bits uint) uint64 {
-	return uint64(p) * 0x9e3779b97f4a7c15 >> (64 - bits)
 }
 
 // evictionWindow is how many scopes an eviction compares.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // A RetryToken admits one attempt of an operation. A strategy issues the
@@ -35,6 +36,10 @@ type token struct {
 
 	prevBackoff time.Duration // the backoff chosen for this attempt, for a ChainedBackoff; 0 for the first
 }
+
+// stripeHint tells a spread retry quota which stripe t's call takes
+// tokens from and gives them back to: t's address (see stripeHint).
+func (t *token) stripeHint() stripeHint { return stripeHint(unsafe.Pointer(t)) }
 
 func (t *token) Delay() time.Duration { return t.delay }
 func (t *token) RetryCount() int      { return t.retries }

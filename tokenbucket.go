@@ -47,7 +47,12 @@ const (
 // goroutines. A bucket that does not refill (the default) takes and gives
 // back tokens without a lock, and when it is full, giving tokens back
 // writes nothing, so many goroutines retrying and succeeding at once do
-// not queue for it. Create one with
+// not queue for it. Once goroutines give tokens back at the same moment,
+// such a bucket also spreads its count over stripes on cache lines of
+// their own, each call's retries taking from and giving back to one, so
+// that goroutines on different CPUs do not pass one count between them;
+// it stays one quota, refusing a retry only when all its tokens together
+// cannot pay for it. Create one with
 // NewTokenBucket: a nil or zero TokenBucket holds no quota, so Acquire and
 // Release return an error wrapping ErrInvalidConfig and Stats reports
 // zeros.
@@ -68,6 +73,13 @@ type TokenBucket struct {
 	// do not queue for it. A bucket that refills counts in level, under
 	// the lock, as its tokens flow back with time.
 	capacity int64 // cfg.maxCapacity
+	// Once giving tokens back is contended, the count is spread over
+	// stripes (see tokenbucket_spread.go): each holds up to stripeCap
+	// tokens (0: the bucket is too small to spread), and the count up to
+	// centralCap, set before stripes.
+	stripes    atomic.Pointer[tokenStripes]
+	stripeCap  int64
+	centralCap int64
 	// The count has a cache line of its own: the configuration and the
 	// flag, which every retry and success reads, are not moved from CPU
 	// to CPU with it.
@@ -219,6 +231,7 @@ func NewTokenBucket(opts ...TokenBucketOption) (*TokenBucket, error) {
 func newTokenBucket(cfg bucketConfig) *TokenBucket {
 	b := &TokenBucket{cfg: cfg, level: float64(cfg.maxCapacity), last: cfg.clock.Now()}
 	b.capacity = int64(cfg.maxCapacity)
+	b.stripeCap = stripeCapFor(cfg)
 	b.tokens.Store(b.capacity)
 	b.full.Store(true)
 	return b
@@ -258,6 +271,13 @@ func negativeTokens(method string, n int) error {
 // missing tokens from refill and returns how long the caller must wait
 // before acting. A negative n is an error wrapping ErrInvalidConfig.
 func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
+	return b.acquire(n, 0)
+}
+
+// acquire is Acquire for a caller that tells a spread bucket which stripe
+// to take from (see stripeHint), and gives the tokens back with releaseFor
+// and the same hint.
+func (b *TokenBucket) acquire(n int, hint stripeHint) (time.Duration, error) {
 	if !b.valid() {
 		return 0, errZeroBucket
 	}
@@ -268,7 +288,7 @@ func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 		return 0, nil
 	}
 	if b.cfg.refillRate == 0 {
-		return 0, b.takeCounted(int64(n))
+		return 0, b.takeCounted(int64(n), hint)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -290,18 +310,23 @@ func (b *TokenBucket) Acquire(n int) (time.Duration, error) {
 // capacity. In wait mode, tokens owed to waiting retries are paid first. A
 // negative n is an error wrapping ErrInvalidConfig.
 func (b *TokenBucket) Release(n int) error {
-	if n > 0 && b != nil && b.full.Load() && b.tokens.Load() == b.capacity {
-		// The common case, kept small enough to inline: no lock, no write.
-		// The count confirms the flag, which a give-back racing with a
-		// take may leave set for a moment on a bucket that is not full:
-		// a caller giving back tokens it took never sees a full count.
-		// (A bucket that refills keeps its count at its capacity.)
-		return nil
-	}
-	return b.release(n)
+	return b.releaseFor(n, 0)
 }
 
-func (b *TokenBucket) release(n int) error {
+// releaseFor is Release for tokens taken by acquire with hint.
+func (b *TokenBucket) releaseFor(n int, hint stripeHint) error {
+	if n > 0 && b != nil && b.full.Load() && b.tokens.Load() == b.capacity {
+		// The common case: no lock, no write. The count confirms the
+		// flag, which a give-back racing with a take may leave set for a
+		// moment on a bucket that is not full: a caller giving back
+		// tokens it took never sees a full count. (A bucket that refills
+		// keeps its count at its capacity; a spread one keeps it below.)
+		return nil
+	}
+	return b.release(n, hint)
+}
+
+func (b *TokenBucket) release(n int, hint stripeHint) error {
 	if !b.valid() {
 		return errZeroBucket
 	}
@@ -312,7 +337,7 @@ func (b *TokenBucket) release(n int) error {
 		return nil
 	}
 	if b.cfg.refillRate == 0 {
-		b.putCounted(int64(n))
+		b.putCounted(int64(n), hint)
 		return nil
 	}
 	b.mu.Lock()
@@ -330,42 +355,41 @@ func (b *TokenBucket) release(n int) error {
 // tokens at once pass the count between them. While the overdraft lasts,
 // another take may be refused that the tokens would have paid for: a take
 // that races with others on a nearly empty bucket can fail, as it could
-// have come a moment later.
-func (b *TokenBucket) takeCounted(n int64) error {
-	held := b.tokens.Add(-n)
-	if held < 0 {
-		held = b.tokens.Add(n)
-		return fmt.Errorf("%w: retry costs %d, bucket holds %d", ErrRetryQuotaExceeded, n, max(held, 0))
+// have come a moment later. A spread bucket takes from its stripes first.
+func (b *TokenBucket) takeCounted(n int64, hint stripeHint) error {
+	if sp := b.stripes.Load(); sp != nil {
+		return b.takeSpread(sp, n, hint)
 	}
-	if b.full.Load() { // a write only when it changes: the line stays where it is
-		b.full.Store(false)
+	if !b.takeCentral(n) {
+		if sp := b.stripes.Load(); sp != nil { // spread meanwhile
+			return b.takeSpread(sp, n, hint)
+		}
+		return fmt.Errorf("%w: retry costs %d, bucket holds %d", ErrRetryQuotaExceeded, n, b.held())
 	}
+	b.clearFull() // a write only when it changes: the line stays where it is
 	return nil
 }
 
 // putCounted gives n tokens back to a bucket that does not refill, up to
-// its capacity.
-func (b *TokenBucket) putCounted(n int64) {
-	capacity := b.capacity
+// its capacity, and spreads the count once giving back is contended.
+func (b *TokenBucket) putCounted(n int64, hint stripeHint) {
 	for {
-		held := b.tokens.Load()
-		next := min(held+n, capacity)
-		if next == held {
+		if sp := b.stripes.Load(); sp != nil {
+			b.putSpread(sp, n, hint)
 			return
 		}
+		held := b.tokens.Load()
+		next := min(held+n, b.capacity)
+		if next <= held {
+			return // full
+		}
 		if b.tokens.CompareAndSwap(held, next) {
-			if next == capacity {
-				// Full, unless a take came in between, which this check
-				// sees: the flag is not left set on a bucket that is not
-				// full (Release checks the count too, for the moment it
-				// is).
-				b.setFull()
-				if b.tokens.Load() != capacity {
-					b.full.Store(false)
-				}
+			if next == b.capacity || b.stripes.Load() != nil {
+				b.settle(next)
 			}
 			return
 		}
+		b.spread()
 	}
 }
 
@@ -429,7 +453,7 @@ func (b *TokenBucket) Stats() TokenBucketStats {
 		s.Failing, s.Budget = true, float64(max(b.budget.Load(), 0))/budgetUnit
 	}
 	if b.cfg.refillRate == 0 {
-		s.Available = float64(max(b.tokens.Load(), 0)) // a take's overdraft, given back at once, is not shown
+		s.Available = float64(b.held())
 		return s
 	}
 	b.mu.Lock()

@@ -1,8 +1,10 @@
 package retry
 
 import (
+	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -43,9 +45,7 @@ func TestTokenBucketLockFreeStress(t *testing.T) {
 		if got := b.Stats().Available; got != float64(start) {
 			t.Errorf("start %d: bucket holds %v after every take was given back, want %d", start, got, start)
 		}
-		if full := b.full.Load(); full != (b.tokens.Load() == 500) {
-			t.Errorf("start %d: full flag %v with %d tokens held", start, full, b.tokens.Load())
-		}
+		checkFullFlag(t, b)
 	}
 }
 
@@ -99,5 +99,236 @@ func TestRetryBudgetFullFlag(t *testing.T) {
 		if !b.full.Load() || b.failing.Load() {
 			t.Fatalf("refill %v: a throttle started a failure", refill)
 		}
+	}
+}
+
+// checkFullFlag checks the full flag of b, which goroutines no longer
+// use: it is set on a bucket that is not spread exactly when the bucket
+// is full, and on a spread one only if it is full, and then once a
+// give-back finds no room.
+func checkFullFlag(t *testing.T, b *TokenBucket) {
+	t.Helper()
+	full, spread := b.holdsCapacity(), b.stripes.Load() != nil
+	if flag := b.full.Load(); flag != full && (!spread || flag) {
+		t.Fatalf("full flag %v with %d tokens held (spread: %v)", flag, b.held(), spread)
+	}
+	if spread && full {
+		if err := b.Release(1); err != nil || !b.full.Load() || b.held() != b.capacity {
+			t.Fatalf("a give-back to a full spread bucket: %v, full flag %v, %d held", err, b.full.Load(), b.held())
+		}
+	}
+}
+
+// spreadBucket returns a bucket with the defaults but for opts, holding
+// start tokens, spread.
+func spreadBucket(t *testing.T, start int, opts ...TokenBucketOption) *TokenBucket {
+	t.Helper()
+	b, err := NewTokenBucket(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire(b.cfg.maxCapacity - start); err != nil {
+		t.Fatal(err)
+	}
+	b.spread()
+	if b.stripes.Load() == nil {
+		t.Fatal("the bucket did not spread")
+	}
+	if got := b.held(); got != int64(start) {
+		t.Fatalf("spreading changed what the bucket holds: %d, want %d", got, start)
+	}
+	return b
+}
+
+// A spread bucket is one quota: a take is paid while the bucket holds
+// enough, wherever the tokens are, and refused only when it does not;
+// tokens given back are kept up to the capacity, wherever they go, and
+// the full flag is set exactly when the bucket is full.
+func TestTokenBucketSpreadIsOneQuota(t *testing.T) {
+	b := spreadBucket(t, 500)
+	if got, want := b.centralCap, int64(500-spreadShards*b.stripeCap); got != want || b.stripeCap != 20 {
+		t.Fatalf("stripes of %d, count up to %d; want 20 and %d", b.stripeCap, got, want)
+	}
+	if !b.full.Load() || !b.holdsCapacity() {
+		t.Fatal("a full bucket, spread, is not full")
+	}
+	// Take every token, in takes of 7 from different stripes (hints),
+	// then the last one: the stripes and the count pay all of it.
+	for i := range 500 / 7 {
+		if _, err := b.acquire(7, stripeHint(1+i*64)); err != nil {
+			t.Fatalf("take %d: %v with %d held", i, err, b.held())
+		}
+	}
+	if b.full.Load() {
+		t.Fatal("full flag set on a bucket that was taken from")
+	}
+	if _, err := b.Acquire(500 % 7); err != nil {
+		t.Fatalf("the last %d tokens: %v", 500%7, err)
+	}
+	if _, err := b.Acquire(1); !errors.Is(err, ErrRetryQuotaExceeded) {
+		t.Fatalf("an empty spread bucket paid a take: %v", err)
+	}
+	// Give back more than the capacity, to one stripe: the bucket fills
+	// every stripe and the count, and keeps no more.
+	for range 600 {
+		if err := b.releaseFor(1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := b.Stats().Available; got != 500 || !b.full.Load() || !b.holdsCapacity() {
+		t.Fatalf("after giving back 600: holds %v, full flag %v; want 500, set", got, b.full.Load())
+	}
+	// A refused take leaves what it gathered.
+	if _, err := b.Acquire(501); !errors.Is(err, ErrRetryQuotaExceeded) || b.held() != 500 {
+		t.Fatalf("a take of 501 from 500: %v, %d held after", err, b.held())
+	}
+}
+
+// Buckets that refill, or too small for stripes of twice the largest cost
+// to hold at most half of them, never spread; the others spread on the
+// first contended give-back.
+func TestTokenBucketSpreadsOnlyWhereItCan(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opts   []TokenBucketOption
+		stripe int64
+	}{
+		{"defaults", nil, 20},
+		{"small", []TokenBucketOption{WithMaxCapacity(100)}, 0},
+		{"just large enough", []TokenBucketOption{WithMaxCapacity(320)}, 20},
+		{"large costs", []TokenBucketOption{WithTimeoutRetryCost(100)}, 0},
+		{"initial try cost", []TokenBucketOption{WithInitialTryCost(12)}, 24},
+		{"refills", []TokenBucketOption{WithRefillRate(1)}, 0},
+	} {
+		b, err := NewTokenBucket(c.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.stripeCap != c.stripe {
+			t.Errorf("%s: stripes of %d tokens, want %d", c.name, b.stripeCap, c.stripe)
+		}
+		b.spread()
+		if spread := b.stripes.Load() != nil; spread != (c.stripe > 0) {
+			t.Errorf("%s: spread %v", c.name, spread)
+		}
+	}
+}
+
+// Goroutines taking and giving back tokens at once, on a spread bucket,
+// and giving back tokens they did not take (first-attempt successes),
+// neither lose nor make tokens they should not: the bucket never holds
+// more than its capacity nor less than zero, what was taken and given back
+// is all there at the end, and the full flag is set exactly when the
+// bucket is full.
+func TestTokenBucketSpreadStress(t *testing.T) {
+	for _, start := range []int{500, 480, 200, 20} {
+		b := spreadBucket(t, start)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), uint64(start)))
+				for range 20_000 {
+					n := 1 + r.IntN(10)
+					hint := stripeHint(r.IntN(64)) // 0, the goroutine's stripe, too
+					if _, err := b.acquire(n, hint); err == nil {
+						if held := b.Stats().Available; held < 0 || held > 500 {
+							t.Errorf("bucket holds %v, out of [0, 500]", held)
+						}
+						if err := b.releaseFor(n, hint); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if got := b.Stats().Available; got != float64(start) {
+			t.Errorf("start %d: bucket holds %v after every take was given back", start, got)
+		}
+		checkFullFlag(t, b)
+
+		// Now give back more than was taken, from every goroutine at
+		// once, with takes among them: the bucket fills and no more.
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 2_000 {
+					if i%10 == 0 {
+						if _, err := b.Acquire(5); err == nil {
+							_ = b.Release(5)
+						}
+					}
+					_ = b.Release(1)
+					if held := b.held(); held > 500 {
+						t.Errorf("goroutine %d: bucket holds %d, above its capacity", g, held)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if got := b.held(); got != 500 || !b.full.Load() {
+			t.Errorf("start %d: after the increments, holds %d, full flag %v; want 500, set", start, got, b.full.Load())
+		}
+	}
+}
+
+// Spreading while goroutines give back and take tokens, on a bucket that
+// has not spread yet, loses and makes no token: each round starts a fresh
+// bucket, lets goroutines hammer it, spreads it in the middle, and checks
+// the bucket at the end.
+func TestTokenBucketSpreadWhileInUse(t *testing.T) {
+	for round := range 200 {
+		b, err := NewTokenBucket()
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := 400 + round%100 // some rounds near the capacity, where give-backs are capped
+		if _, err := b.Acquire(500 - start); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 200 {
+					hint := stripeHint(g*1000 + i%3)
+					if _, err := b.acquire(5, hint); err == nil {
+						_ = b.releaseFor(5, hint)
+					}
+				}
+			})
+		}
+		wg.Go(b.spread)
+		wg.Wait()
+		if got := b.held(); got != int64(start) {
+			t.Fatalf("round %d: holds %d after every take was given back, want %d", round, got, start)
+		}
+		checkFullFlag(t, b)
+	}
+}
+
+// After a collision on a stripe, calls pick their stripes anew: most of
+// them move, and the same hint still picks one stripe until the next.
+func TestTokenBucketStripesMoveApartAfterCollision(t *testing.T) {
+	b := spreadBucket(t, 500)
+	sp := b.stripes.Load()
+	const calls = 256
+	before := make([]*atomic.Int64, calls)
+	for i := range before {
+		before[i] = sp.at(stripeHint(0x1000 + i*0x800)) // addresses of tokens on goroutines' stacks
+	}
+	sp.collided()
+	moved := 0
+	for i := range before {
+		hint := stripeHint(0x1000 + i*0x800)
+		if sp.at(hint) != before[i] {
+			moved++
+		}
+		if sp.at(hint) != sp.at(hint) {
+			t.Fatal("a hint picks different stripes without a collision between")
+		}
+	}
+	if want := calls * (spreadShards - 2) / spreadShards; moved < want {
+		t.Errorf("%d of %d calls moved to another stripe after a collision, want at least %d", moved, calls, want)
 	}
 }

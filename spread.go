@@ -1,0 +1,49 @@
+package retry
+
+import "unsafe"
+
+// Spreading a count that goroutines change at the same moment.
+//
+// A count that goroutines on different CPUs write at once moves its cache
+// line from CPU to CPU with every write, so that adding CPUs makes each
+// write slower. The rate limiter's count of successes and a retry quota's
+// count of tokens therefore start as one count, which costs least when
+// one goroutine at a time writes it, and once a write finds it contended
+// (a compare-and-swap that fails) spread it over spreadShards parts on
+// cache lines of their own, each goroutine writing the part its stack
+// picks.
+
+// spreadShards is how many parts a spread count has.
+const (
+	spreadBits   = 3
+	spreadShards = 1 << spreadBits
+)
+
+// spreadPad is the size, in bytes, of each part of a spread count, padded:
+// never on the same cache line as another part, nor on a pair of lines
+// that CPUs prefetch together.
+const spreadPad = 128
+
+// goroutineShard returns the part of a spread count that the calling
+// goroutine writes. A goroutine is told by the address of its stack (see
+// goroutineStack), which is cheap to read and, unlike a random choice,
+// stays the same from one call to the next, so that a goroutine that
+// keeps to one CPU keeps to one part. (A stack that grows or moves only
+// picks another part: every spread count is correct whichever part a
+// goroutine writes.)
+func goroutineShard() uint64 {
+	return addressHash(goroutineStack(), spreadBits)
+}
+
+// goroutineStack returns the address of the calling goroutine's stack, to
+// the 2 KiB of a goroutine's first stack.
+func goroutineStack() uintptr {
+	var here byte
+	return uintptr(unsafe.Pointer(&here)) >> 11
+}
+
+// addressHash maps an address to one of 2^bits slots by Fibonacci
+// hashing, which spreads nearby addresses over the slots.
+func addressHash(p uintptr, bits uint) uint64 {
+	return uint64(p) * 0x9e3779b97f4a7c15 >> (64 - bits)
+}

@@ -1,0 +1,344 @@
+package retry
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+)
+
+// A retry quota's count, spread.
+//
+// A bucket that does not refill counts its tokens in one atomic count. Many
+// goroutines retrying at once against a bucket that is not full take
+// tokens from it and give them back with every call, and so move its cache
+// line between their CPUs twice a call: on two CPUs a call then takes
+// longer than on one. Once giving tokens back finds the count contended
+// (a compare-and-swap that fails), the bucket spreads it (see spread.go):
+// each of spreadShards stripes holds up to stripeCap tokens of its own,
+// and the count keeps the rest, up to centralCap = capacity -
+// spreadShards*stripeCap, so that the tokens held never exceed the
+// capacity. A call's retries take from its stripe (see stripeHint), else
+// from the count, and give back to its stripe, then to the count, so that
+// goroutines that keep retrying and succeeding each work on a line no
+// other CPU writes; goroutines that meet on a stripe move apart (see
+// collided).
+//
+// The quota stays one quota. A take that neither its stripe nor the count
+// can pay gathers from every stripe before it is refused, so that it is
+// refused only when the tokens held in all are fewer than it needs (of
+// takes racing on a nearly empty bucket, one may be refused that a moment
+// later would have been paid, as without stripes). Tokens given back that
+// find the stripe and the count full go to any stripe with room; they are
+// dropped only when the whole bucket is full, as without stripes, and
+// set the full flag then.
+// Stats adds up the stripes and the count.
+
+// tokenStripes are the stripes of a spread bucket, and the salt mixed into
+// the choice of a stripe.
+type tokenStripes struct {
+	salt  atomic.Uint64
+	_     [spreadPad - unsafe.Sizeof(atomic.Uint64{})]byte
+	parts [spreadShards]struct {
+		n atomic.Int64
+		_ [spreadPad - unsafe.Sizeof(atomic.Int64{})]byte
+	}
+}
+
+// stripeHint tells a spread bucket which stripe a call takes tokens from
+// and gives them back to: the address of what it takes them for, a retry
+// token, which is the same from the call's first take to its last
+// give-back however deep in its goroutine's stack each happens, and stays
+// the same from one call to the next of a goroutine that keeps its token
+// on its stack (Do does); or goroutineStripe, 0, for the calling
+// goroutine's stack (see goroutineShard).
+type stripeHint uintptr
+
+const goroutineStripe stripeHint = 0
+
+// at returns the stripe that hint picks, mixed with the stripes' salt.
+func (sp *tokenStripes) at(hint stripeHint) *atomic.Int64 {
+	if hint == goroutineStripe {
+		hint = stripeHint(goroutineStack())
+	}
+	return &sp.parts[addressHash(uintptr(hint)^uintptr(sp.salt.Load()), spreadBits)].n
+}
+
+// collided changes the stripes' salt after a compare-and-swap on a stripe
+// failed: two goroutines met on it, and every call moves to another
+// stripe, chosen anew. Goroutines that keep meeting move apart this way
+// within a few collisions, rather than share a stripe for good; a few
+// goroutines that meet by chance, among many, cost one write each time.
+func (sp *tokenStripes) collided() {
+	sp.salt.Add(0x9e3779b97f4a7c15)
+}
+
+// stripeCapFor returns the most tokens each stripe of a bucket with cfg
+// holds once spread: twice the largest cost of a try, so that a stripe can
+// pay a retry and take its refund back, or 0, not to spread, when the
+// stripes would hold more than half the bucket's capacity, or when the
+// bucket refills (it counts under its lock).
+func stripeCapFor(cfg bucketConfig) int64 {
+	most := max(cfg.retryCost, cfg.timeoutRetryCost, cfg.throttlingRetryCost, cfg.initialTryCost, 1)
+	c := 2 * int64(most) // costs are at most 2^53: no overflow
+	if cfg.refillRate != 0 || c*spreadShards > int64(cfg.maxCapacity)/2 {
+		return 0
+	}
+	return c
+}
+
+// spread spreads the count of b, unless it is spread already or too small
+// to spread: the count keeps at most centralCap tokens, and what it holds
+// beyond goes to the stripes, which can hold it all.
+func (b *TokenBucket) spread() {
+	if b.stripeCap == 0 || b.stripes.Load() != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stripes.Load() != nil {
+		return
+	}
+	sp := new(tokenStripes)
+	b.centralCap = b.capacity - spreadShards*b.stripeCap // read only once stripes are seen
+	for {
+		held := b.tokens.Load()
+		move := held - b.centralCap
+		if move <= 0 {
+			break
+		}
+		if b.tokens.CompareAndSwap(held, b.centralCap) {
+			for i := range sp.parts {
+				k := min(move, b.stripeCap)
+				sp.parts[i].n.Store(k)
+				move -= k
+			}
+			break
+		}
+	}
+	b.stripes.Store(sp)
+	// A give-back that read no stripes may have filled the count beyond
+	// centralCap after the move: put that right.
+	b.normalize(sp)
+}
+
+// normalize moves what the count of a spread bucket holds beyond
+// centralCap into stripes with room, dropping what does not fit (the
+// bucket is then full), and clears the full flag if it is set on a bucket
+// that is not full. Only a give-back or an overdraft's undo that raced with
+// spread can leave the count beyond centralCap; each calls it after.
+func (b *TokenBucket) normalize(sp *tokenStripes) {
+	for {
+		held := b.tokens.Load()
+		excess := held - b.centralCap
+		if excess <= 0 {
+			break
+		}
+		if b.tokens.CompareAndSwap(held, b.centralCap) {
+			b.putStripes(sp, excess)
+			break
+		}
+	}
+	if b.full.Load() && !b.holdsCapacity() {
+		b.full.Store(false)
+	}
+}
+
+// takeSpread takes n tokens from a spread bucket if it holds them, and
+// otherwise takes nothing and says so: from the stripe picked, else from
+// the count, else gathered from every stripe and the count.
+func (b *TokenBucket) takeSpread(sp *tokenStripes, n int64, hint stripeHint) error {
+	ok, contended := takeAll(sp.at(hint), n)
+	if contended {
+		sp.collided()
+	}
+	if !ok && !b.takeCentral(n) {
+		got := int64(0)
+		for i := range sp.parts {
+			got += takeUpTo(&sp.parts[i].n, n-got)
+		}
+		got += takeUpTo(&b.tokens, n-got)
+		if got < n {
+			b.putSpread(sp, got, hint)
+			return fmt.Errorf("%w: retry costs %d, bucket holds %d", ErrRetryQuotaExceeded, n, b.held())
+		}
+	}
+	b.clearFull()
+	return nil
+}
+
+// putSpread gives n tokens back to a spread bucket: to the stripe picked,
+// then to the count, then to any stripe with room. If all are full, the
+// bucket is, and the rest is dropped.
+func (b *TokenBucket) putSpread(sp *tokenStripes, n int64, hint stripeHint) {
+	own := sp.at(hint)
+	put, contended := putUpTo(own, n, b.stripeCap)
+	if contended {
+		sp.collided()
+	}
+	if n -= put; n == 0 {
+		return
+	}
+	if n -= b.putCentral(n); n == 0 || b.putStripes(sp, n) == n || b.full.Load() {
+		return
+	}
+	// The rest found no room: the bucket is full, unless a take came in
+	// between, which this check sees. (A give-back that fills the bucket
+	// exactly leaves the flag to the next one, which finds no room: the
+	// check reads every stripe, which other goroutines write, and a
+	// give-back that fills its own stripe is common.)
+	b.setFull()
+	if !b.holdsCapacity() {
+		b.full.Store(false)
+	}
+}
+
+// putStripes gives up to n tokens to the stripes with room, and returns
+// how many it gave.
+func (b *TokenBucket) putStripes(sp *tokenStripes, n int64) int64 {
+	given := int64(0)
+	for i := range sp.parts {
+		if given == n {
+			break
+		}
+		k, _ := putUpTo(&sp.parts[i].n, n-given, b.stripeCap)
+		given += k
+	}
+	return given
+}
+
+// takeCentral takes n tokens from the count if it holds them, with one
+// atomic add (see takeCounted), and reports whether it did.
+func (b *TokenBucket) takeCentral(n int64) bool {
+	if b.tokens.Add(-n) >= 0 {
+		return true
+	}
+	b.putCentral(n) // the overdraft's undo
+	return false
+}
+
+// putCentral adds up to n tokens to the count, no further than its limit
+// (the capacity, or centralCap once spread), and returns how many it added.
+func (b *TokenBucket) putCentral(n int64) int64 {
+	for {
+		sp := b.stripes.Load()
+		limit := b.capacity
+		if sp != nil {
+			limit = b.centralCap
+		}
+		held := b.tokens.Load()
+		// An overdraft in progress holds the count below zero for a
+		// moment, and its undo will add back what it took: adding to it
+		// now, as if the count were that low, could take the count beyond
+		// its limit once undone. The undo, which comes here too, caps it.
+		add := min(n, limit-held)
+		if add <= 0 {
+			return 0
+		}
+		if b.tokens.CompareAndSwap(held, held+add) {
+			if sp == nil {
+				b.settle(held + add)
+			}
+			return add
+		}
+	}
+}
+
+// settle follows a give-back that brought the count to held, reading no
+// stripes: if that filled the bucket, it sets the full flag, unless a take
+// came in between, which its check sees (the flag is not left set on a
+// bucket that is not full; Release checks the count too, for the moment
+// it is); if the bucket spread meanwhile, it puts the count within
+// centralCap.
+func (b *TokenBucket) settle(held int64) {
+	if held == b.capacity {
+		b.setFull()
+		if !b.holdsCapacity() {
+			b.full.Store(false)
+		}
+	}
+	if sp := b.stripes.Load(); sp != nil {
+		b.normalize(sp)
+	}
+}
+
+// holdsCapacity reports whether the bucket holds its capacity.
+func (b *TokenBucket) holdsCapacity() bool {
+	sp := b.stripes.Load()
+	if sp == nil {
+		return b.tokens.Load() == b.capacity
+	}
+	if b.tokens.Load() != b.centralCap {
+		return false
+	}
+	for i := range sp.parts {
+		if sp.parts[i].n.Load() != b.stripeCap {
+			return false
+		}
+	}
+	return true
+}
+
+// held returns the tokens a bucket that does not refill holds: its count,
+// and its stripes once spread. (A take's overdraft, given back at once, is
+// not counted.)
+func (b *TokenBucket) held() int64 {
+	n := max(b.tokens.Load(), 0)
+	if sp := b.stripes.Load(); sp != nil {
+		for i := range sp.parts {
+			n += sp.parts[i].n.Load()
+		}
+	}
+	return n
+}
+
+// clearFull clears the full flag after a take, writing only if it is set.
+func (b *TokenBucket) clearFull() {
+	if b.full.Load() {
+		b.full.Store(false)
+	}
+}
+
+// takeAll takes n from c if c holds n, and reports whether it did, and
+// whether a compare-and-swap failed on the way.
+func takeAll(c *atomic.Int64, n int64) (ok, contended bool) {
+	for {
+		held := c.Load()
+		if held < n {
+			return false, contended
+		}
+		if c.CompareAndSwap(held, held-n) {
+			return true, contended
+		}
+		contended = true
+	}
+}
+
+// takeUpTo takes up to n from c, as much as c holds, and returns how much.
+func takeUpTo(c *atomic.Int64, n int64) int64 {
+	for {
+		held := c.Load()
+		k := min(n, held)
+		if k <= 0 {
+			return 0
+		}
+		if c.CompareAndSwap(held, held-k) {
+			return k
+		}
+	}
+}
+
+// putUpTo adds up to n to c, no further than limit, and returns how much,
+// and whether a compare-and-swap failed on the way.
+func putUpTo(c *atomic.Int64, n, limit int64) (added int64, contended bool) {
+	for {
+		held := c.Load()
+		k := min(n, limit-held)
+		if k <= 0 {
+			return 0, contended
+		}
+		if c.CompareAndSwap(held, held+k) {
+			return k, contended
+		}
+		contended = true
+	}
+}
