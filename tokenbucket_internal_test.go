@@ -332,3 +332,26 @@ func TestTokenBucketStripesMoveApartAfterCollision(t *testing.T) {
 		t.Errorf("%d of %d calls moved to another stripe after a collision, want at least %d", moved, calls, want)
 	}
 }
+
+// A give-back that comes while a take's overdraft holds the count below
+// zero does not let the undo take the count beyond the capacity: the
+// steps of takeCentral, with a give-back between them.
+func TestTokenBucketOverdraftUndoKeepsCapacity(t *testing.T) {
+	b, err := NewTokenBucket(WithMaxCapacity(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire(2); err != nil {
+		t.Fatal(err)
+	}
+	if held := b.tokens.Add(-10); held >= 0 { // a take of 10 from 8 overdraws
+		t.Fatalf("count %d after overdrawing", held)
+	}
+	if err := b.Release(5); err != nil { // 8 + 5: the bucket is full, 3 are dropped
+		t.Fatal(err)
+	}
+	b.putCentral(10) // the overdraft's undo
+	if held := b.held(); held != 10 || !b.full.Load() {
+		t.Fatalf("holds %d, full flag %v; want 10, set", held, b.full.Load())
+	}
+}
