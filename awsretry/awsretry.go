@@ -108,6 +108,8 @@ type Retryer struct {
 	// questions about one failed attempt (IsErrorRetryable, then
 	// GetRetryToken) classify its error once.
 	last atomic.Pointer[classification]
+
+	names serviceNames // the scopes' names, with the default scope
 }
 
 // classification is what the classifier said of err.
@@ -139,9 +141,10 @@ var _ aws.RetryerV2 = (*Retryer)(nil)
 type Option func(*options)
 
 type options struct {
-	classify  retry.Classifier
-	scope     func(context.Context) string
-	nilOption bool
+	classify     retry.Classifier
+	scope        func(context.Context) string
+	defaultScope bool // scope is ServiceScope, not given by WithScopeFunc
+	nilOption    bool
 }
 
 // WithClassifier sets how the Retryer classifies the errors of failed
@@ -163,17 +166,49 @@ func WithClassifier(c retry.Classifier) Option {
 // returns "" shares the strategy's default scope between all calls.
 // Valid: non-nil.
 func WithScopeFunc(f func(ctx context.Context) string) Option {
-	return func(o *options) { o.scope = f }
+	return func(o *options) { o.scope, o.defaultScope = f, false }
 }
 
 // ServiceScope is the default scope of a call: its service ID and region,
 // as "DynamoDB/us-east-1", or the service ID alone when no region is set.
 func ServiceScope(ctx context.Context) string {
-	id, region := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetRegion(ctx)
+	return serviceScope(awsmiddleware.GetServiceID(ctx), awsmiddleware.GetRegion(ctx))
+}
+
+func serviceScope(id, region string) string {
 	if region == "" {
 		return id
 	}
 	return id + "/" + region
+}
+
+// serviceNames names the scopes of a Retryer with the default scope, as
+// ServiceScope does, keeping the names of the last few services and
+// regions it saw: a service and region are named by the same string for
+// every call, which costs no allocation and which the strategy finds at
+// once (its scope cache keeps the last scope of each name it is given by
+// the name's address).
+type serviceNames struct {
+	slots [8]atomic.Pointer[serviceName]
+	next  atomic.Uint32
+}
+
+type serviceName struct{ id, region, name string }
+
+func (n *serviceNames) scope(ctx context.Context) string {
+	id, region := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetRegion(ctx)
+	for i := range n.slots {
+		s := n.slots[i].Load()
+		if s == nil {
+			break // slots fill in order
+		}
+		if s.id == id && s.region == region {
+			return s.name
+		}
+	}
+	name := serviceScope(id, region)
+	n.slots[(n.next.Add(1)-1)%uint32(len(n.slots))].Store(&serviceName{id, region, name})
+	return name
 }
 
 // New returns a Retryer that retries with s. Install it with WithStrategy,
@@ -187,7 +222,7 @@ func ServiceScope(ctx context.Context) string {
 // A nil s (or a nil pointer, or a zero retry.Standard or retry.Adaptive),
 // or a bad option, is an error wrapping retry.ErrInvalidConfig.
 func New(s retry.RetryStrategy, opts ...Option) (*Retryer, error) {
-	o := options{classify: Classify, scope: ServiceScope}
+	o := options{classify: Classify, scope: ServiceScope, defaultScope: true}
 	for _, opt := range opts {
 		if opt == nil {
 			o.nilOption = true
@@ -220,6 +255,9 @@ func New(s retry.RetryStrategy, opts ...Option) (*Retryer, error) {
 		return nil, configError("WithScopeFunc", "nil", "a non-nil func(context.Context) string")
 	}
 	r.releaser, _ = s.(interface{ ReleaseToken(retry.RetryToken) error })
+	if o.defaultScope {
+		r.scope = r.names.scope
+	}
 	return r, nil
 }
 

@@ -1,11 +1,11 @@
 package awsretry
 
 import (
-	"errors"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sdkretry "github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	"github.com/retrykit/retry"
 )
@@ -47,6 +47,7 @@ func Classify(err error) retry.Classification {
 	if err == nil || !retry.FiniteChain(err) {
 		return c // the SDK's checks and errors.As would never return on a chain without end
 	}
+	v := viewOf(err)
 	if !decided(err) {
 		switch sdkRetryables.IsErrorRetryable(err) {
 		case aws.TrueTernary:
@@ -54,34 +55,125 @@ func Classify(err error) retry.Classification {
 		case aws.FalseTernary:
 			c.Safety = retry.SafetyNo
 		}
-		c.Throttle = c.Throttle || sdkThrottles.IsErrorThrottle(err) == aws.TrueTernary
-		c.Timeout = c.Timeout || sdkTimeouts.IsErrorTimeout(err) == aws.TrueTernary
+		c.Throttle = c.Throttle || v.throttle()
+		c.Timeout = c.Timeout || v.timeout != nil && v.timeout.Timeout()
 	}
-	if c.Fault == retry.FaultUnknown {
-		var st interface{ HTTPStatusCode() int }
-		if errors.As(err, &st) {
-			c.Fault = retry.ClassifyStatus(st.HTTPStatusCode()).Fault
-		}
+	if c.Fault == retry.FaultUnknown && v.status != nil {
+		c.Fault = retry.ClassifyStatus(v.status.HTTPStatusCode()).Fault
 	}
-	if c.Fault == retry.FaultUnknown {
-		var api smithy.APIError
-		if errors.As(err, &api) {
-			switch api.ErrorFault() {
-			case smithy.FaultClient:
-				c.Fault = retry.FaultClient
-			case smithy.FaultServer:
-				c.Fault = retry.FaultServer
-			}
+	if c.Fault == retry.FaultUnknown && v.api != nil {
+		switch v.api.ErrorFault() {
+		case smithy.FaultClient:
+			c.Fault = retry.FaultClient
+		case smithy.FaultServer:
+			c.Fault = retry.FaultServer
 		}
 	}
 	return c
 }
 
-var (
-	sdkRetryables = sdkretry.IsErrorRetryables(sdkretry.DefaultRetryables)
-	sdkThrottles  = sdkretry.IsErrorThrottles(sdkretry.DefaultThrottles)
-	sdkTimeouts   = sdkretry.IsErrorTimeouts(sdkretry.DefaultTimeouts)
-)
+var sdkRetryables = sdkretry.IsErrorRetryables(sdkretry.DefaultRetryables)
+
+// view is what Classify reads of an error chain besides the SDK's
+// retryables: for each of four interfaces, the first error of the chain
+// that is one, or whose As method makes one, as errors.As finds it, all
+// in one walk. The SDK's default throttle and timeout checks
+// (aws/retry.DefaultThrottles, DefaultTimeouts) are each one errors.As:
+// of the ErrorCode of the first error that has one, against
+// aws/retry.DefaultThrottleErrorCodes; of the first Timeout. Four calls of
+// errors.As would walk the chain four times, each step through
+// reflection.
+type view struct {
+	code    interface{ ErrorCode() string }
+	timeout interface{ Timeout() bool }
+	status  interface{ HTTPStatusCode() int }
+	api     smithy.APIError
+}
+
+// viewOf returns the view of err, whose chain is finite.
+func viewOf(err error) view {
+	var v view
+	v.walk(err)
+	return v
+}
+
+// walk fills v from err's chain, and reports whether v is full.
+func (v *view) walk(err error) bool {
+	for err != nil {
+		v.see(err)
+		if v.code != nil && v.timeout != nil && v.status != nil && v.api != nil {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if v.walk(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// see sets each interface of v not set yet to e, if e is one, or if its
+// As method makes one, as errors.As tells for one error of a chain. (Each
+// assertion is written out: the compiler caches what each one finds for
+// the types it meets, which it does not for an assertion to a type
+// parameter.)
+func (v *view) see(e error) {
+	if t, ok := e.(interface{ ErrorCode() string }); ok && v.code == nil {
+		v.code = t
+	}
+	if t, ok := e.(interface{ Timeout() bool }); ok && v.timeout == nil {
+		v.timeout = t
+	}
+	if t, ok := e.(interface{ HTTPStatusCode() int }); ok && v.status == nil {
+		v.status = t
+	}
+	if t, ok := e.(smithy.APIError); ok && v.api == nil {
+		v.api = t
+	}
+	if re, ok := e.(*awshttp.ResponseError); ok && re.ResponseError != nil {
+		// Its As method is errors.As on the *smithyhttp.ResponseError it
+		// embeds, whose chain is its own: seeing that one error, as the
+		// walk goes on down the chain, finds what As would, without a
+		// walk of the chain through reflection for each interface.
+		v.see(re.ResponseError)
+		return
+	}
+	x, ok := e.(interface{ As(any) bool })
+	if !ok {
+		return
+	}
+	if v.code == nil {
+		_ = x.As(&v.code)
+	}
+	if v.timeout == nil {
+		_ = x.As(&v.timeout)
+	}
+	if v.status == nil {
+		_ = x.As(&v.status)
+	}
+	if v.api == nil {
+		_ = x.As(&v.api)
+	}
+}
+
+// throttle reports whether the SDK's default throttle check says that the
+// error is a throttle.
+func (v *view) throttle() bool {
+	if v.code == nil {
+		return false
+	}
+	_, ok := sdkretry.DefaultThrottleErrorCodes[v.code.ErrorCode()]
+	return ok
+}
 
 // decided reports whether some error in err's chain carries a
 // retry.RetryInfo that says whether it is safe to retry.

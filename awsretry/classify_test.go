@@ -3,11 +3,13 @@ package awsretry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	sdkretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -84,5 +86,86 @@ func TestClassify(t *testing.T) {
 			assert.Equal(t, tt.timeout, c.Timeout, "timeout")
 			assert.Equal(t, tt.fault, c.Fault, "fault")
 		})
+	}
+}
+
+// asTimeout is an error that is none of the interfaces itself, and says
+// through its As method that it can be a Timeout() bool that reports to.
+type asTimeout struct{ to bool }
+
+func (e asTimeout) Error() string { return "as timeout" }
+func (e asTimeout) As(target any) bool {
+	if p, ok := target.(*interface{ Timeout() bool }); ok {
+		*p = timeoutIs(e.to)
+		return true
+	}
+	return false
+}
+
+type timeoutIs bool
+
+func (t timeoutIs) Error() string { return "timeout is" }
+func (t timeoutIs) Timeout() bool { return bool(t) }
+
+// asCode makes itself an ErrorCode() string of its code through As.
+type asCode string
+
+func (e asCode) Error() string { return "as code" }
+func (e asCode) As(target any) bool {
+	if p, ok := target.(*interface{ ErrorCode() string }); ok {
+		*p = &smithy.GenericAPIError{Code: string(e)}
+		return true
+	}
+	return false
+}
+
+// Classify's throttle and timeout flags and its fault are what the SDK's
+// default throttle and timeout checks (DefaultThrottles, DefaultTimeouts,
+// each an errors.As) and errors.As for the status and the API error say,
+// with retry.Classify's flags added, as Classify was first written: its one
+// walk of the chain finds what the four errors.As find, As methods, joins
+// and first-found-wins included.
+func TestClassifyMatchesTheSDKChecks(t *testing.T) {
+	throttles := sdkretry.IsErrorThrottles(sdkretry.DefaultThrottles)
+	timeouts := sdkretry.IsErrorTimeouts(sdkretry.DefaultTimeouts)
+	errs := []error{
+		apiError(400, "ThrottlingException", smithy.FaultClient),
+		apiError(503, "SlowDown", smithy.FaultServer),
+		apiError(429, "", smithy.FaultUnknown),
+		apiError(400, "ValidationException", smithy.FaultClient),
+		responseError(400, &types.ProvisionedThroughputExceededException{Message: aws.String("m")}),
+		&net.OpError{Op: "read", Net: "tcp", Err: timeout{}},
+		fmt.Errorf("wrapped: %w", &net.OpError{Op: "read", Net: "tcp", Err: timeout{}}),
+		asTimeout{true},
+		asTimeout{false},
+		errors.Join(asTimeout{false}, timeout{}), // the first found says no
+		errors.Join(errors.New("x"), asCode("SlowDown")),
+		errors.Join(asCode("Nope"), asCode("SlowDown")), // the first found wins
+		fmt.Errorf("%w and %w", apiError(500, "InternalError", smithy.FaultServer), asCode("Throttling")),
+		errors.New("plain"),
+		&smithy.GenericAPIError{Code: "Throttling", Fault: smithy.FaultServer},
+	}
+	for i, err := range errs {
+		c, core := awsretry.Classify(err), retry.Classify(err)
+		wantThrottle := core.Throttle || throttles.IsErrorThrottle(err) == aws.TrueTernary
+		wantTimeout := core.Timeout || timeouts.IsErrorTimeout(err) == aws.TrueTernary
+		wantFault := core.Fault
+		var st interface{ HTTPStatusCode() int }
+		var api smithy.APIError
+		if wantFault == retry.FaultUnknown && errors.As(err, &st) {
+			wantFault = retry.ClassifyStatus(st.HTTPStatusCode()).Fault
+		}
+		if wantFault == retry.FaultUnknown && errors.As(err, &api) {
+			switch api.ErrorFault() {
+			case smithy.FaultClient:
+				wantFault = retry.FaultClient
+			case smithy.FaultServer:
+				wantFault = retry.FaultServer
+			}
+		}
+		if c.Throttle != wantThrottle || c.Timeout != wantTimeout || c.Fault != wantFault {
+			t.Errorf("%d %v: throttle %v timeout %v fault %v; the SDK's checks say %v %v %v",
+				i, err, c.Throttle, c.Timeout, c.Fault, wantThrottle, wantTimeout, wantFault)
+		}
 	}
 }
