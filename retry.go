@@ -119,6 +119,7 @@ type doOption struct {
 	kind     doOptionKind
 	strategy RetryStrategy
 	fast     *scopeState // strategy's default scope, if Do may take its fast path
+	deleg    Delegator   // strategy, if it is a Delegator: asked once per call
 	scope    string
 	timeout  time.Duration
 }
@@ -138,7 +139,8 @@ func WithStrategy(s RetryStrategy) DoOption {
 	if e := engineOf(s); e != nil {
 		return DoOption{&e.option}
 	}
-	return DoOption{&doOption{kind: doStrategy, strategy: s}}
+	d, _ := s.(Delegator)
+	return DoOption{&doOption{kind: doStrategy, strategy: s, deleg: d}}
 }
 
 // engineOf returns the engine of s if s is a Standard or Adaptive made by
@@ -204,8 +206,8 @@ func (cfg *doConfig) apply(opts []DoOption) {
 			return
 		case o.kind == doStrategy && o.strategy != nil:
 			cfg.strategy = o.strategy
-			if d, ok := o.strategy.(Delegator); ok {
-				if s := d.Delegate(); s != nil {
+			if o.deleg != nil {
+				if s := o.deleg.Delegate(); s != nil {
 					cfg.strategy = s
 				}
 			}
@@ -306,6 +308,8 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 	switch {
 	case len(opts) == 1 && opts[0].o != nil && opts[0].o.fast != nil: // WithStrategy(s)
 		st = opts[0].o.fast
+	case len(opts) == 1 && opts[0].o != nil && opts[0].o.deleg != nil: // WithStrategy(s) of a Delegator
+		st = fastScopeOf(opts[0].o.deleg.Delegate())
 	case len(opts) == 0 && !contextStrategies.Load():
 		st = defaultScope
 	case len(opts) == 2: // WithStrategy(s) and WithScope(name), in either order
@@ -363,10 +367,8 @@ func fastScope(ctx context.Context, opts []DoOption) *scopeState {
 			return nil
 		case o.kind == doStrategy:
 			st, strategy = o.fast, true
-			if st == nil {
-				if d, ok := o.strategy.(Delegator); ok {
-					st = fastScopeOf(d.Delegate())
-				}
+			if o.deleg != nil {
+				st = fastScopeOf(o.deleg.Delegate())
 			}
 		case o.kind == doScope:
 			scope = o.scope
