@@ -257,6 +257,24 @@ func TestExactAdmissionSpaces(t *testing.T) {
 	}
 	require.InDelta(t, 5, b.Stats().Share, 1e-9)
 	require.True(t, a.Stats().Exact, "%+v", a.Stats())
+	// A new member's first slot is due at once, its next one a slot of its
+	// share (5 a second) later, not before.
+	res, wait, err := a.reserve(ctx, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, slotReserved, res)
+	require.Zero(t, wait)
+	res, wait, err = a.reserve(ctx, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, slotOverShare, res, "a new member takes no slot before it is due")
+	require.Equal(t, 200*time.Millisecond, wait)
+	res, wait, err = b.reserve(ctx, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, slotReserved, res)
+	require.Equal(t, 100*time.Millisecond, wait, "the fleet's next slot")
+	// A member idle for a while may be late by a slot of its burst (5)
+	// less one: it takes up to 4 slots more at once, as the fleet's rate
+	// spaces them.
+	clock.Advance(time.Second)
 	var waits []time.Duration
 	for i := range 3 {
 		f := a
@@ -269,7 +287,7 @@ func TestExactAdmissionSpaces(t *testing.T) {
 		waits = append(waits, wait)
 	}
 	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, waits)
-	res, wait, err := a.reserve(ctx, 250*time.Millisecond)
+	res, wait, err = a.reserve(ctx, 250*time.Millisecond)
 	require.NoError(t, err)
 	assert.Equal(t, slotRefused, res, "the slot 300 ms away is beyond the maximum wait")
 	assert.Equal(t, 300*time.Millisecond, wait)

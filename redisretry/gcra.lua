@@ -12,7 +12,7 @@
 -- ARGV[2]  burst: how many of the fleet's slots may be taken at once
 -- ARGV[3]  now in microseconds, or "" to read Redis's clock
 -- ARGV[4]  member id, ARGV[5] its share (sends per second; 0: none),
--- ARGV[6]  its burst
+-- ARGV[6]  its burst: how many of its slots, less one, it keeps when late
 -- ARGV[7]  the longest wait any member accepts, microseconds: no slot time
 --          stored is further ahead than that (with the bursts)
 -- ARGV[8]  the configured capacity (sends per second), used when the state
@@ -50,16 +50,26 @@ local f = redis.call('HMGET', KEYS[1], 'cap', 'tat')
 local cap = num(f[1], -1, 1e15)
 if configured > 0 then cap = configured end
 
--- The member's own slots: a token bucket of its share, checked first and
--- taken only with a slot of the fleet's.
+-- The member's own slots, at its share: checked first, and taken only with
+-- a slot of the fleet's. A member gets each slot when it is due, never
+-- before, so that members asking all the time take the same number of
+-- slots in any window, give or take one; one that comes late for a slot
+-- (its next request came after the slot was due) keeps it for up to
+-- mburst-1 slots, and catches up, so that lateness does not cost it
+-- slots either. A member idle for longer starts again with mburst-1 slots
+-- it may take at once; a new member, with none.
 local mtat
 if share > 0 then
   local mstep = 1e6 / share
-  -- A slot time missing, in the past or too far ahead starts from now.
-  mtat = num(redis.call('HGET', KEYS[2], ARGV[4]), now, now + (mburst + 1) * mstep) or now
-  local due = mtat - (mburst - 1) * mstep
-  if due > now then return {2, string.format(fmt, due - now), string.format(fmt, cap)} end
-  mtat = math.max(mtat, now) + mstep
+  local late = (mburst - 1) * mstep
+  -- A member's first slot is due now; so is the next one of a member
+  -- whose slot time is further ahead than any wait and a slot at its share
+  -- now (its share grew since: it need not wait out a slot of the old
+  -- one), or is not a time.
+  mtat = num(redis.call('HGET', KEYS[2], ARGV[4]), 0, now + horizon + mstep) or now
+  mtat = math.max(mtat, now - late)
+  if mtat > now then return {2, string.format(fmt, mtat - now), string.format(fmt, cap)} end
+  mtat = mtat + mstep
 end
 
 if cap == nil or cap <= 0 then
