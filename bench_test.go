@@ -135,9 +135,9 @@ func BenchmarkDoScopeChurn(b *testing.B) {
 	}
 }
 
-// BenchmarkDoScopes calls one named scope, and two and four named scopes
-// in turn, as a Transport sending to that many hosts does: each scope
-// should cost what one does.
+// BenchmarkDoScopes calls one named scope, and 2, 4, 16 and 128 (the
+// default bound) named scopes in turn, as a Transport sending to that many
+// hosts does: each scope should cost what one does.
 func BenchmarkDoScopes(b *testing.B) {
 	s, err := retry.NewStandard()
 	if err != nil {
@@ -145,9 +145,11 @@ func BenchmarkDoScopes(b *testing.B) {
 	}
 	ctx := context.Background()
 	opt := retry.WithStrategy(s)
-	hosts := []retry.DoOption{retry.WithScope("a.example.com"), retry.WithScope("b.example.com"),
-		retry.WithScope("c.example.com"), retry.WithScope("d.example.com")}
-	for _, n := range []int{1, 2, 4} {
+	hosts := make([]retry.DoOption, retry.DefaultMaxScopes)
+	for i := range hosts {
+		hosts[i] = retry.WithScope(fmt.Sprintf("host-%d.example.com", i))
+	}
+	for _, n := range []int{1, 2, 4, 16, retry.DefaultMaxScopes} {
 		b.Run(fmt.Sprintf("scopes=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0

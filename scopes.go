@@ -146,20 +146,65 @@ type scopeCache struct {
 	seq  uint64
 }
 
-// hotSlots is how many scopes can be hot at once: each name given to a
-// lookup has a slot, chosen by the address of its bytes, so that callers
-// taking turns with a few scopes, each name a constant or an option kept,
-// find each of them hot, and write nothing shared once they have. Two
-// names whose slots collide (1 in 64 for a pair) take turns in it, and
-// each finds the other's state there: it then costs a sync.Map lookup.
+// hotSlots is how many scopes can be hot at once. Each name given to a
+// lookup has two slots, chosen by the address of its bytes, so that
+// callers taking turns with many scopes, each name a constant or an option
+// kept, find each of them hot, and write nothing shared once they have: a
+// name takes the first of its slots that is free, or whose scope was not
+// used since the last scope was made, and none if both hold scopes in use
+// (about one name in twelve when 128 take turns): it then costs a
+// sync.Map lookup, and displaces nobody.
 const (
-	hotBits  = 6
+	hotBits  = 8
 	hotSlots = 1 << hotBits
 )
 
-// hotSlot returns the hot slot of name.
+// hotSlot returns the first hot slot of name, the one Do's fast path
+// looks at.
 func (c *scopeCache) hotSlot(name string) *atomic.Pointer[scopeState] {
 	return &c.hot[addressHash(uintptr(unsafe.Pointer(unsafe.StringData(name))), hotBits)]
+}
+
+// otherSlot returns the second hot slot of name, from a multiplicative
+// hash of its address with another odd constant than addressHash's, so
+// that two names whose first slots collide mostly have second slots apart.
+func (c *scopeCache) otherSlot(name string) *atomic.Pointer[scopeState] {
+	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(name))))
+	return &c.hot[p*0xd6e8feb86659fd93>>(64-hotBits)]
+}
+
+// hotIn returns the scope slot holds if it is the named one and already
+// used in the current epoch, and nil otherwise.
+func (c *scopeCache) hotIn(slot *atomic.Pointer[scopeState], name string) *scopeState {
+	if st := slot.Load(); st != nil && sameString(st.name, name) && st.used.Load() == c.epoch.Load() {
+		return st
+	}
+	return nil
+}
+
+// makeHot puts st, the named scope, in the first of its hot slots that
+// holds it already, is free, or holds a scope not used in the current
+// epoch (forgotten, or not used since the last scope was made); if both
+// hold scopes in use, st stays out, so that two names whose slots collide
+// do not take turns writing them.
+func (c *scopeCache) makeHot(name string, st *scopeState) {
+	e := c.epoch.Load()
+	for _, hot := range [2]*atomic.Pointer[scopeState]{c.hotSlot(name), c.otherSlot(name)} {
+		cur := hot.Load()
+		if cur == st {
+			return
+		}
+		if cur != nil && cur.used.Load() == e && !cur.forgotten.Load() {
+			continue
+		}
+		if hot.CompareAndSwap(cur, st) && st.forgotten.Load() {
+			// Forgotten since it was loaded: it must not stay hot. (If
+			// touch saw the epoch its forgetting started, this sees the
+			// flag, set before.)
+			hot.CompareAndSwap(st, nil)
+		}
+		return
+	}
 }
 
 // evictionWindow is how many scopes an eviction compares.
@@ -218,24 +263,19 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
-// find is get for a scope other than the hot one, or whose use is not
-// counted yet.
+// find is get for a scope not in the first of its hot slots, or whose use
+// is not counted yet.
 func (c *scopeCache) find(name string) *scopeState {
+	if st := c.hotIn(c.otherSlot(name), name); st != nil {
+		return st
+	}
 	v, ok := c.m.Load(name)
 	if !ok {
 		return c.create(name)
 	}
 	st := v.(*scopeState)
 	c.touch(st)
-	if hot := c.hotSlot(name); hot.Load() != st {
-		hot.Store(st)
-		if st.forgotten.Load() {
-			// Forgotten since it was loaded: it must not stay hot. (If
-			// touch saw the epoch its forgetting started, this sees the
-			// flag, set before.)
-			hot.CompareAndSwap(st, nil)
-		}
-	}
+	c.makeHot(name, st)
 	return st
 }
 
@@ -270,8 +310,8 @@ func (c *scopeCache) create(name string) *scopeState {
 		c.hand = (i + 1) % len(c.ring)
 	}
 	c.m.Store(name, st)
-	st.used.Store(c.epoch.Add(1)) // after the flag, which find relies on
-	c.hotSlot(name).Store(st)
+	st.used.Store(c.epoch.Add(1)) // after the flag, which makeHot relies on
+	c.makeHot(name, st)
 	return st
 }
 
