@@ -280,7 +280,10 @@ func (b *TokenBucket) holdsCapacity() bool {
 
 // held returns the tokens a bucket that does not refill holds: its count,
 // and its stripes once spread. (A take's overdraft, given back at once, is
-// not counted.)
+// not counted.) The parts of a spread bucket are read one after the other,
+// while goroutines may move tokens between them: a token moved from the
+// count to a stripe read later counts twice, so the sum is capped at the
+// capacity, which the bucket never holds more than.
 func (b *TokenBucket) held() int64 {
 	n := max(b.tokens.Load(), 0)
 	if sp := b.stripes.Load(); sp != nil {
@@ -288,7 +291,7 @@ func (b *TokenBucket) held() int64 {
 			n += sp.parts[i].n.Load()
 		}
 	}
-	return n
+	return min(n, b.capacity)
 }
 
 // clearFull clears the full flag after a take, writing only if it is set.

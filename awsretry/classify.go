@@ -48,7 +48,7 @@ func Classify(err error) retry.Classification {
 		return c // the SDK's checks and errors.As would never return on a chain without end
 	}
 	v := viewOf(err)
-	if !decided(err) {
+	if !v.decided {
 		switch sdkRetryables.IsErrorRetryable(err) {
 		case aws.TrueTernary:
 			c.Safety = retry.SafetyYes
@@ -75,7 +75,8 @@ func Classify(err error) retry.Classification {
 var sdkRetryables = sdkretry.IsErrorRetryables(sdkretry.DefaultRetryables)
 
 // view is what Classify reads of an error chain besides the SDK's
-// retryables: for each of four interfaces, the first error of the chain
+// retryables: whether a retry.RetryInfo in it decides, and for each of four
+// interfaces, the first error of the chain
 // that is one, or whose As method makes one, as errors.As finds it, all
 // in one walk. The SDK's default throttle and timeout checks
 // (aws/retry.DefaultThrottles, DefaultTimeouts) are each one errors.As:
@@ -88,6 +89,10 @@ type view struct {
 	timeout interface{ Timeout() bool }
 	status  interface{ HTTPStatusCode() int }
 	api     smithy.APIError
+
+	// decided: an error of the chain carries a retry.RetryInfo that says
+	// whether it is safe to retry.
+	decided bool
 }
 
 // viewOf returns the view of err, whose chain is finite.
@@ -97,36 +102,34 @@ func viewOf(err error) view {
 	return v
 }
 
-// walk fills v from err's chain, and reports whether v is full.
-func (v *view) walk(err error) bool {
+// walk fills v from err's chain, in the order errors.As visits it.
+func (v *view) walk(err error) {
 	for err != nil {
 		v.see(err)
-		if v.code != nil && v.timeout != nil && v.status != nil && v.api != nil {
-			return true
-		}
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
-				if v.walk(e) {
-					return true
-				}
+				v.walk(e)
 			}
-			return false
+			return
 		default:
-			return false
+			return
 		}
 	}
-	return false
 }
 
-// see sets each interface of v not set yet to e, if e is one, or if its
+// see notes whether e is a retry.RetryInfo that decides, and sets each
+// interface of v not set yet to e, if e is one, or if its
 // As method makes one, as errors.As tells for one error of a chain. (Each
 // assertion is written out: the compiler caches what each one finds for
 // the types it meets, which it does not for an assertion to a type
 // parameter.)
 func (v *view) see(e error) {
+	if ri, ok := e.(retry.RetryInfo); ok && ri.RetrySafety() != retry.SafetyMaybe {
+		v.decided = true
+	}
 	if t, ok := e.(interface{ ErrorCode() string }); ok && v.code == nil {
 		v.code = t
 	}
@@ -173,30 +176,6 @@ func (v *view) throttle() bool {
 	}
 	_, ok := sdkretry.DefaultThrottleErrorCodes[v.code.ErrorCode()]
 	return ok
-}
-
-// decided reports whether some error in err's chain carries a
-// retry.RetryInfo that says whether it is safe to retry.
-func decided(err error) bool {
-	for err != nil {
-		if ri, ok := err.(retry.RetryInfo); ok && ri.RetrySafety() != retry.SafetyMaybe {
-			return true
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				if decided(e) {
-					return true
-				}
-			}
-			return false
-		default:
-			return false
-		}
-	}
-	return false
 }
 
 // marked is the error a strategy is told about: the SDK's error, with the
