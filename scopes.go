@@ -120,9 +120,11 @@ func scopeKey(name string) string {
 //
 // Reading a kept scope takes no lock and, in the common case, writes no
 // shared memory, so that many goroutines using the same scopes do not
-// contend. The scope found last is kept apart (hot), so that a strategy
-// used mostly for one scope finds it with a string comparison and two
-// atomic loads; other scopes are in a sync.Map. Each creation of a scope
+// contend. Scopes in use are kept apart in hot slots, two for each name
+// (see hotSlots), so that a strategy finds the scopes it is used with by a
+// string comparison and two atomic loads, or a few more; all scopes are in
+// a sync.Map, where a name in neither of its slots is found. Each creation
+// of a scope
 // starts a new epoch, and a use stamps the scope with the epoch (a write
 // at most once per scope and epoch). Creating a scope takes a lock and,
 // when the cache is full, forgets the scope with the oldest stamp among

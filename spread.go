@@ -11,7 +11,7 @@ import "unsafe"
 // one goroutine at a time writes it, and once a write finds it contended
 // (a compare-and-swap that fails) spread it over spreadShards parts on
 // cache lines of their own, each goroutine writing the part its stack
-// picks.
+// picks (a retry's tokens: the part its call picks, see stripeHint).
 
 // spreadShards is how many parts a spread count has.
 const (
