@@ -319,7 +319,9 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		}
 		if a != nil && a.fast != nil && b != nil && b.kind == doScope {
 			if c := a.fast.owner.scopes; c != nil {
-				st = c.hotScope(b.scope) // nil for "" and for any other scope
+				if st = c.hotScope(b.scope); st == nil { // nil for "" and for any other scope
+					st = c.otherHotScope(b.scope)
+				}
 			} else {
 				st = a.fast // every scope shares the default one's state
 			}
@@ -329,7 +331,9 @@ func Do[T any](ctx context.Context, fn func(context.Context) (T, error), opts ..
 		}
 	case len(opts) == 1 && opts[0].o != nil && opts[0].o.kind == doScope && !contextStrategies.Load(): // WithScope(name)
 		if c := defaultScope.owner.scopes; c != nil {
-			st = c.hotScope(opts[0].o.scope)
+			if st = c.hotScope(opts[0].o.scope); st == nil {
+				st = c.otherHotScope(opts[0].o.scope)
+			}
 		}
 		if st == nil {
 			st = fastScope(ctx, opts)

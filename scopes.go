@@ -258,6 +258,12 @@ func (c *scopeCache) hotScope(name string) *scopeState {
 	return nil
 }
 
+// otherHotScope is hotScope for the second hot slot of name: Do's fast
+// path asks it when the first slot does not hold the scope.
+func (c *scopeCache) otherHotScope(name string) *scopeState {
+	return c.hotIn(c.otherSlot(name), name)
+}
+
 // sameString reports whether a == b, without comparing their bytes when
 // they are the same string, as a scope's name given by a constant or a
 // kept option always is.
@@ -268,7 +274,7 @@ func sameString(a, b string) bool {
 // find is get for a scope not in the first of its hot slots, or whose use
 // is not counted yet.
 func (c *scopeCache) find(name string) *scopeState {
-	if st := c.hotIn(c.otherSlot(name), name); st != nil {
+	if st := c.otherHotScope(name); st != nil {
 		return st
 	}
 	v, ok := c.m.Load(name)
