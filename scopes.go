@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash/maphash"
 	"io"
 	"slices"
 	"strings"
@@ -140,6 +141,7 @@ type scopeCache struct {
 
 	m     sync.Map // scope name to *scopeState
 	hot   [hotSlots]atomic.Pointer[scopeState]
+	seed  maphash.Seed // of the second hot slots
 	epoch atomic.Uint64
 
 	mu   sync.Mutex    // serializes creation and eviction
@@ -149,15 +151,18 @@ type scopeCache struct {
 }
 
 // hotSlots is how many scopes can be hot at once. Each name given to a
-// lookup has two slots, chosen by the address of its bytes, so that
-// callers taking turns with many scopes, each name a constant or an option
-// kept, find each of them hot, and write nothing shared once they have: a
-// name takes the first of its slots that is free, or whose scope was not
-// used since the last scope was made, and none if both hold scopes in use:
-// it then costs a sync.Map lookup, and displaces nobody. With 512 slots,
-// of 128 names taking turns (the default bound) one or two are in their
-// second slot and at most two in neither, in the runs we measured; with
-// 256 slots, 20-46 and 7-18, which cost a sync.Map lookup each time.
+// lookup has two slots: the first chosen by the address of its bytes, so
+// that callers taking turns with many scopes, each name a constant or an
+// option kept, find each of them hot with a comparison of addresses, and
+// write nothing shared once they have; the second by a hash of its bytes,
+// where a name made anew for each call finds its scope, and a name whose
+// first slot another holds. A name takes the first of its slots that is
+// free, or whose scope was not used since the last scope was made, and
+// none if both hold scopes in use: it then costs a sync.Map lookup, and
+// displaces nobody. With 512 slots, of 128 names taking turns (the default
+// bound), over 20 runs, one was in its second slot on average and at most
+// six in neither; with 256 slots, both chosen by address, 25 and 7 (at
+// most 18), which cost a sync.Map lookup each time.
 const (
 	hotBits  = 9
 	hotSlots = 1 << hotBits
@@ -169,12 +174,12 @@ func (c *scopeCache) hotSlot(name string) *atomic.Pointer[scopeState] {
 	return &c.hot[addressHash(uintptr(unsafe.Pointer(unsafe.StringData(name))), hotBits)]
 }
 
-// otherSlot returns the second hot slot of name, from a multiplicative
-// hash of its address with another odd constant than addressHash's, so
-// that two names whose first slots collide mostly have second slots apart.
+// otherSlot returns the second hot slot of name, from a hash of its bytes:
+// a name made anew for each call (a Transport's host, parsed from each
+// request's URL) finds its scope there, whatever the address of its bytes,
+// and names whose first slots collide mostly have second slots apart.
 func (c *scopeCache) otherSlot(name string) *atomic.Pointer[scopeState] {
-	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(name))))
-	return &c.hot[p*0xd6e8feb86659fd93>>(64-hotBits)]
+	return &c.hot[maphash.String(c.seed, name)>>(64-hotBits)]
 }
 
 // hotIn returns the scope slot holds if it is the named one and already
@@ -215,7 +220,7 @@ func (c *scopeCache) makeHot(name string, st *scopeState) {
 const evictionWindow = 32
 
 func newScopeCache(limit int, newState func(name string) *scopeState) *scopeCache {
-	return &scopeCache{newState: newState, limit: limit}
+	return &scopeCache{newState: newState, limit: limit, seed: maphash.MakeSeed()}
 }
 
 // lookup returns the state of a scope the cache keeps, without creating
