@@ -125,9 +125,8 @@ func scopeKey(name string) string {
 // (see hotSlots), so that a strategy finds the scopes it is used with by a
 // string comparison and two atomic loads, or a few more; all scopes are in
 // a sync.Map, where a name in neither of its slots is found. Each creation
-// of a scope
-// starts a new epoch, and a use stamps the scope with the epoch (a write
-// at most once per scope and epoch). Creating a scope takes a lock and,
+// of a scope starts a new epoch, and a use stamps the scope with the epoch
+// (a write at most once per scope and epoch). Creating a scope takes a lock and,
 // when the cache is full, forgets the scope with the oldest stamp among
 // the next evictionWindow scopes in creation order, from where the last
 // eviction left off: in a cache of at most evictionWindow scopes, that is
