@@ -178,7 +178,21 @@ func (b *TokenBucket) putSpread(sp *tokenStripes, n int64, hint stripeHint) {
 	if n -= put; n == 0 {
 		return
 	}
-	if n -= b.putCentral(n); n == 0 || b.putStripes(sp, n) == n || b.full.Load() {
+	// Room a take makes in a stripe already looked at, while another
+	// give-back fills the room further on, escapes one look: look again
+	// while the bucket is not full, a few times, before dropping the rest.
+	for round := 0; ; round++ {
+		if n -= b.putCentral(n); n == 0 {
+			return
+		}
+		if n -= b.putStripes(sp, n); n == 0 {
+			return
+		}
+		if round == 3 || b.holdsCapacity() {
+			break
+		}
+	}
+	if b.full.Load() {
 		return
 	}
 	// The rest found no room: the bucket is full, unless a take came in
