@@ -29,8 +29,11 @@ import (
 // takes racing on a nearly empty bucket, one may be refused that a moment
 // later would have been paid, as without stripes). Tokens given back that
 // find the stripe and the count full go to any stripe with room; they are
-// dropped only when the whole bucket is full, as without stripes, and
-// set the full flag then.
+// dropped when the whole bucket is full, as without stripes, and set the
+// full flag then. (A give-back racing with takes and other give-backs can
+// miss room that moves while it looks; it looks again, up to four times,
+// while the bucket is not full, so that tokens are lost only if it misses
+// four times in a row: first-attempt successes then earn them back.)
 // Stats adds up the stripes and the count.
 
 // tokenStripes are the stripes of a spread bucket, and the salt mixed into
