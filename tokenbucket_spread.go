@@ -103,44 +103,37 @@ func (b *TokenBucket) spread() {
 	}
 	sp := new(tokenStripes)
 	b.centralCap = b.capacity - spreadShards*b.stripeCap // read only once stripes are seen
-	for {
-		held := b.tokens.Load()
-		move := held - b.centralCap
-		if move <= 0 {
-			break
-		}
-		if b.tokens.CompareAndSwap(held, b.centralCap) {
-			for i := range sp.parts {
-				k := min(move, b.stripeCap)
-				sp.parts[i].n.Store(k)
-				move -= k
-			}
-			break
-		}
-	}
+	b.moveExcess(sp)                                     // into stripes no one else sees yet: all of it fits
 	b.stripes.Store(sp)
 	// A give-back that read no stripes may have filled the count beyond
 	// centralCap after the move: put that right.
 	b.normalize(sp)
 }
 
-// normalize moves what the count of a spread bucket holds beyond
-// centralCap into stripes with room, dropping what does not fit (the
-// bucket is then full), and clears the full flag if it is set on a bucket
-// that is not full. Only a give-back or an overdraft's undo that raced with
-// spread can leave the count beyond centralCap; each calls it after.
-func (b *TokenBucket) normalize(sp *tokenStripes) {
+// moveExcess moves what the count holds beyond centralCap into the
+// stripes of sp with room, dropping what does not fit (the bucket is then
+// full).
+func (b *TokenBucket) moveExcess(sp *tokenStripes) {
 	for {
 		held := b.tokens.Load()
 		excess := held - b.centralCap
 		if excess <= 0 {
-			break
+			return
 		}
 		if b.tokens.CompareAndSwap(held, b.centralCap) {
 			b.putStripes(sp, excess)
-			break
+			return
 		}
 	}
+}
+
+// normalize moves what the count of a spread bucket holds beyond
+// centralCap into stripes with room (see moveExcess), and clears the full
+// flag if it is set on a bucket that is not full. Only a give-back or an
+// overdraft's undo that raced with spread can leave the count beyond
+// centralCap; each calls it after.
+func (b *TokenBucket) normalize(sp *tokenStripes) {
+	b.moveExcess(sp)
 	if b.full.Load() && !b.holdsCapacity() {
 		b.full.Store(false)
 	}
