@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 )
 
@@ -132,7 +131,7 @@ func rawHeld(b *TokenBucket) int64 {
 	n := b.tokens.Load()
 	if sp := b.stripes.Load(); sp != nil {
 		for i := range sp.parts {
-			n += sp.parts[i].n.Load()
+			n += sp.parts[i].tokens()
 		}
 	}
 	return n
@@ -307,7 +306,7 @@ func TestTokenBucketStripesMoveApartAfterCollision(t *testing.T) {
 	b := spreadBucket(t, 500)
 	sp := b.stripes.Load()
 	const calls = 256
-	before := make([]*atomic.Int64, calls)
+	before := make([]*tokenStripe, calls)
 	for i := range before {
 		before[i] = sp.at(stripeHint(0x1000 + i*0x800)) // addresses of tokens on goroutines' stacks
 	}
@@ -326,6 +325,58 @@ func TestTokenBucketStripesMoveApartAfterCollision(t *testing.T) {
 	if want := calls * (spreadShards - 2) / spreadShards; moved < want {
 		t.Errorf("%d of %d calls moved to another stripe after a collision, want at least %d", moved, calls, want)
 	}
+}
+
+// A give-back that finds no room while room moves around the bucket ahead
+// of its look (a take makes room in a stripe it looked at, another
+// give-back fills the one it is about to look at) does not drop its
+// tokens, however often that happens: it drops them only once the whole
+// bucket held its capacity. The hook moves the room, one stripe back, just
+// before the give-back reaches it, 100 times.
+func TestTokenBucketGiveBackFollowsMovingRoom(t *testing.T) {
+	b := spreadBucket(t, 500)
+	sp := b.stripes.Load()
+	hint := stripeHint(0x1000)
+	own := sp.at(hint)
+	if _, err := b.acquire(5, hint); err != nil { // the give-back's tokens, from its own stripe
+		t.Fatal(err)
+	}
+	// Fill its own stripe again from the last, so that the room it leaves
+	// is elsewhere: the give-back finds its own stripe full.
+	last := &sp.parts[spreadShards-1]
+	if own == last {
+		last = &sp.parts[0]
+	}
+	if got := last.takeUpTo(5); got != 5 {
+		t.Fatalf("took %d from a full stripe, want 5", got)
+	}
+	if added, _, _ := own.put(5, b.stripeCap); added != 5 {
+		t.Fatalf("own stripe took %d back, want 5", added)
+	}
+	moves := 0
+	testHookStripeLook = func(sp *tokenStripes, i int) {
+		if moves == 100 || sp.parts[i].tokens() == b.stripeCap {
+			return
+		}
+		// The room is at i: a take from the stripe looked at before i,
+		// and a give-back to i, move it there.
+		behind := &sp.parts[(i+spreadShards-1)%spreadShards]
+		if behind.takeUpTo(5) != 5 {
+			t.Fatal("the stripe behind did not hold 5")
+		}
+		if added, _, _ := sp.parts[i].put(5, b.stripeCap); added != 5 {
+			t.Fatal("the room was not at the stripe looked at")
+		}
+		moves++
+	}
+	defer func() { testHookStripeLook = nil }()
+	if err := b.releaseFor(5, hint); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawHeld(b); got != 500 || moves != 100 {
+		t.Fatalf("holds %d after the room moved %d times, want 500 after 100", got, moves)
+	}
+	checkFullFlag(t, b)
 }
 
 // A give-back that comes while a take's overdraft holds the count below

@@ -29,21 +29,91 @@ import (
 // takes racing on a nearly empty bucket, one may be refused that a moment
 // later would have been paid, as without stripes). Tokens given back that
 // find the stripe and the count full go to any stripe with room; they are
-// dropped when the whole bucket is full, as without stripes, and set the
-// full flag then. (A give-back racing with takes and other give-backs can
-// miss room that moves while it looks; it looks again, up to four times,
-// while the bucket is not full, so that tokens are lost only if it misses
-// four times in a row: first-attempt successes then earn them back.)
-// Stats adds up the stripes and the count.
+// dropped only when the whole bucket held its capacity at one moment while
+// they looked, as without stripes, and set the full flag then. Room moves
+// while a give-back looks, as takes make it behind the look and other
+// give-backs fill it ahead, so "every part looked full" is not enough: a
+// stripe's word counts the takes from it beside its tokens, and a
+// give-back that found no room reads every stripe again. If none was taken
+// from since it looked, each stayed full from its look until then, and the
+// count, read once between, was full too: at that moment the bucket held
+// its capacity. Otherwise it looks again (a take made room, so looking
+// again is progress). Stats adds up the stripes and the count.
 
 // tokenStripes are the stripes of a spread bucket, and the salt mixed into
 // the choice of a stripe.
 type tokenStripes struct {
 	salt  atomic.Uint64
 	_     [spreadPad - unsafe.Sizeof(atomic.Uint64{})]byte
-	parts [spreadShards]struct {
-		n atomic.Int64
-		_ [spreadPad - unsafe.Sizeof(atomic.Int64{})]byte
+	parts [spreadShards]tokenStripe
+}
+
+// A tokenStripe holds up to a bucket's stripeCap tokens, in the low
+// stripeCountBits of its word, and counts the takes from it, modulo 2^32,
+// in the high bits (see putRest). Only takes change the count of takes:
+// a word that reads the same twice saw no take between.
+type tokenStripe struct {
+	w atomic.Uint64
+	_ [spreadPad - unsafe.Sizeof(atomic.Uint64{})]byte
+}
+
+const (
+	stripeCountBits = 32
+	stripeCountMask = 1<<stripeCountBits - 1
+	stripeTake      = 1 << stripeCountBits // added to a word by each take
+
+	// maxStripeCap is the most tokens a stripe holds: a bucket whose
+	// costs would need more does not spread.
+	maxStripeCap = 1 << 30
+)
+
+// tokens returns what s holds.
+func (s *tokenStripe) tokens() int64 { return int64(s.w.Load() & stripeCountMask) }
+
+// take takes n from s if s holds n, and reports whether it did, and
+// whether a compare-and-swap failed on the way.
+func (s *tokenStripe) take(n int64) (ok, contended bool) {
+	for {
+		w := s.w.Load()
+		if int64(w&stripeCountMask) < n {
+			return false, contended
+		}
+		if s.w.CompareAndSwap(w, w-uint64(n)+stripeTake) { // no borrow: the count holds n
+			return true, contended
+		}
+		contended = true
+	}
+}
+
+// takeUpTo takes up to n from s, as much as s holds, and returns how
+// much.
+func (s *tokenStripe) takeUpTo(n int64) int64 {
+	for {
+		w := s.w.Load()
+		k := min(n, int64(w&stripeCountMask))
+		if k <= 0 {
+			return 0
+		}
+		if s.w.CompareAndSwap(w, w-uint64(k)+stripeTake) {
+			return k
+		}
+	}
+}
+
+// put adds up to n to s, no further than limit, and returns how much, the
+// word it left s with or found full, and whether a compare-and-swap failed
+// on the way.
+func (s *tokenStripe) put(n, limit int64) (added int64, seen uint64, contended bool) {
+	for {
+		w := s.w.Load()
+		k := min(n, limit-int64(w&stripeCountMask))
+		if k <= 0 {
+			return 0, w, contended
+		}
+		if s.w.CompareAndSwap(w, w+uint64(k)) {
+			return k, w + uint64(k), contended
+		}
+		contended = true
 	}
 }
 
@@ -59,11 +129,11 @@ type stripeHint uintptr
 const goroutineStripe stripeHint = 0
 
 // at returns the stripe that hint picks, mixed with the stripes' salt.
-func (sp *tokenStripes) at(hint stripeHint) *atomic.Int64 {
+func (sp *tokenStripes) at(hint stripeHint) *tokenStripe {
 	if hint == goroutineStripe {
 		hint = stripeHint(goroutineStack())
 	}
-	return &sp.parts[addressHash(uintptr(hint)^uintptr(sp.salt.Load()), spreadBits)].n
+	return &sp.parts[addressHash(uintptr(hint)^uintptr(sp.salt.Load()), spreadBits)]
 }
 
 // collided changes the stripes' salt after a compare-and-swap on a stripe
@@ -78,12 +148,13 @@ func (sp *tokenStripes) collided() {
 // stripeCapFor returns the most tokens each stripe of a bucket with cfg
 // holds once spread: twice the largest cost of a try, so that a stripe can
 // pay a retry and take its refund back, or 0, not to spread, when the
-// stripes would hold more than half the bucket's capacity, or when the
-// bucket refills (it counts under its lock).
+// stripes would hold more than half the bucket's capacity or more than
+// maxStripeCap each, or when the bucket refills (it counts under its
+// lock).
 func stripeCapFor(cfg bucketConfig) int64 {
 	most := max(cfg.retryCost, cfg.timeoutRetryCost, cfg.throttlingRetryCost, cfg.initialTryCost, 1)
 	c := 2 * int64(most) // costs are at most 2^53: no overflow
-	if cfg.refillRate != 0 || c*spreadShards > int64(cfg.maxCapacity)/2 {
+	if cfg.refillRate != 0 || c > maxStripeCap || c*spreadShards > int64(cfg.maxCapacity)/2 {
 		return 0
 	}
 	return c
@@ -103,37 +174,37 @@ func (b *TokenBucket) spread() {
 	}
 	sp := new(tokenStripes)
 	b.centralCap = b.capacity - spreadShards*b.stripeCap // read only once stripes are seen
-	b.moveExcess(sp)                                     // into stripes no one else sees yet: all of it fits
+	b.putStripes(sp, b.takeExcess())                     // into stripes no one else sees yet: all of it fits
 	b.stripes.Store(sp)
 	// A give-back that read no stripes may have filled the count beyond
 	// centralCap after the move: put that right.
 	b.normalize(sp)
 }
 
-// moveExcess moves what the count holds beyond centralCap into the
-// stripes of sp with room, dropping what does not fit (the bucket is then
-// full).
-func (b *TokenBucket) moveExcess(sp *tokenStripes) {
+// takeExcess takes what the count holds beyond centralCap, and returns
+// how much.
+func (b *TokenBucket) takeExcess() int64 {
 	for {
 		held := b.tokens.Load()
 		excess := held - b.centralCap
 		if excess <= 0 {
-			return
+			return 0
 		}
 		if b.tokens.CompareAndSwap(held, b.centralCap) {
-			b.putStripes(sp, excess)
-			return
+			return excess
 		}
 	}
 }
 
 // normalize moves what the count of a spread bucket holds beyond
-// centralCap into stripes with room (see moveExcess), and clears the full
+// centralCap to the rest of the bucket (see putRest), and clears the full
 // flag if it is set on a bucket that is not full. Only a give-back or an
 // overdraft's undo that raced with spread can leave the count beyond
 // centralCap; each calls it after.
 func (b *TokenBucket) normalize(sp *tokenStripes) {
-	b.moveExcess(sp)
+	if excess := b.takeExcess(); excess > 0 {
+		b.putRest(sp, excess)
+	}
 	if b.full.Load() && !b.holdsCapacity() {
 		b.full.Store(false)
 	}
@@ -143,14 +214,14 @@ func (b *TokenBucket) normalize(sp *tokenStripes) {
 // otherwise takes nothing and says so: from the stripe picked, else from
 // the count, else gathered from every stripe and the count.
 func (b *TokenBucket) takeSpread(sp *tokenStripes, n int64, hint stripeHint) error {
-	ok, contended := takeAll(sp.at(hint), n)
+	ok, contended := sp.at(hint).take(n)
 	if contended {
 		sp.collided()
 	}
 	if !ok && !b.takeCentral(n) {
 		got := int64(0)
 		for i := range sp.parts {
-			got += takeUpTo(&sp.parts[i].n, n-got)
+			got += sp.parts[i].takeUpTo(n - got)
 		}
 		got += takeUpTo(&b.tokens, n-got)
 		if got < n {
@@ -163,44 +234,73 @@ func (b *TokenBucket) takeSpread(sp *tokenStripes, n int64, hint stripeHint) err
 }
 
 // putSpread gives n tokens back to a spread bucket: to the stripe picked,
-// then to the count, then to any stripe with room. If all are full, the
-// bucket is, and the rest is dropped.
+// then to the rest of the bucket (see putRest).
 func (b *TokenBucket) putSpread(sp *tokenStripes, n int64, hint stripeHint) {
-	own := sp.at(hint)
-	put, contended := putUpTo(own, n, b.stripeCap)
+	put, _, contended := sp.at(hint).put(n, b.stripeCap)
 	if contended {
 		sp.collided()
 	}
-	if n -= put; n == 0 {
+	if n -= put; n > 0 {
+		b.putRest(sp, n)
+	}
+}
+
+// putRest gives n tokens back to a spread bucket: to the count, then to
+// any stripe with room, then to the count again. If none has room, it
+// reads the stripes again: if none was taken from since it looked, the
+// bucket held its capacity when it last read the count, and the rest is
+// dropped and the full flag set; if one was, it looks again.
+func (b *TokenBucket) putRest(sp *tokenStripes, n int64) {
+	if n -= b.putCentral(n); n == 0 {
 		return
 	}
-	// Room a take makes in a stripe already looked at, while another
-	// give-back fills the room further on, escapes one look: look again
-	// while the bucket is not full, a few times, before dropping the rest.
-	for round := 0; ; round++ {
+	var seen [spreadShards]uint64
+	for {
+		for i := range sp.parts {
+			if testHookStripeLook != nil {
+				testHookStripeLook(sp, i)
+			}
+			var put int64
+			put, seen[i], _ = sp.parts[i].put(n, b.stripeCap)
+			if n -= put; n == 0 {
+				return
+			}
+		}
 		if n -= b.putCentral(n); n == 0 {
 			return
 		}
-		if n -= b.putStripes(sp, n); n == 0 {
-			return
-		}
-		if round == 3 || b.holdsCapacity() {
+		if sp.unchangedSince(&seen) {
 			break
 		}
 	}
 	if b.full.Load() {
 		return
 	}
-	// The rest found no room: the bucket is full, unless a take came in
-	// between, which this check sees. (A give-back that fills the bucket
-	// exactly leaves the flag to the next one, which finds no room: the
-	// check reads every stripe, which other goroutines write, and a
+	// The flag is set on a bucket that was full a moment ago: a take may
+	// have come since, which the check sees. (A give-back that fills the
+	// bucket exactly leaves the flag to the next one, which finds no room:
+	// the check reads every stripe, which other goroutines write, and a
 	// give-back that fills its own stripe is common.)
 	b.setFull()
 	if !b.holdsCapacity() {
 		b.full.Store(false)
 	}
 }
+
+// unchangedSince reports whether every stripe's word is still the one in
+// seen: no stripe was taken from since (see tokenStripe).
+func (sp *tokenStripes) unchangedSince(seen *[spreadShards]uint64) bool {
+	for i := range sp.parts {
+		if sp.parts[i].w.Load() != seen[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// testHookStripeLook, if set by a test, runs before a give-back that
+// found its stripe full looks at stripe i.
+var testHookStripeLook func(sp *tokenStripes, i int)
 
 // putStripes gives up to n tokens to the stripes with room, and returns
 // how many it gave.
@@ -210,7 +310,7 @@ func (b *TokenBucket) putStripes(sp *tokenStripes, n int64) int64 {
 		if given == n {
 			break
 		}
-		k, _ := putUpTo(&sp.parts[i].n, n-given, b.stripeCap)
+		k, _, _ := sp.parts[i].put(n-given, b.stripeCap)
 		given += k
 	}
 	return given
@@ -222,7 +322,14 @@ func (b *TokenBucket) takeCentral(n int64) bool {
 	if b.tokens.Add(-n) >= 0 {
 		return true
 	}
-	b.putCentral(n) // the overdraft's undo
+	// The overdraft's undo. Give-backs that came meanwhile may have
+	// filled the count: what it has no room for goes to the stripes, once
+	// spread, and is dropped otherwise, where the count held the capacity.
+	if rest := n - b.putCentral(n); rest > 0 {
+		if sp := b.stripes.Load(); sp != nil {
+			b.putRest(sp, rest)
+		}
+	}
 	return false
 }
 
@@ -281,7 +388,7 @@ func (b *TokenBucket) holdsCapacity() bool {
 		return false
 	}
 	for i := range sp.parts {
-		if sp.parts[i].n.Load() != b.stripeCap {
+		if sp.parts[i].tokens() != b.stripeCap {
 			return false
 		}
 	}
@@ -298,7 +405,7 @@ func (b *TokenBucket) held() int64 {
 	n := max(b.tokens.Load(), 0)
 	if sp := b.stripes.Load(); sp != nil {
 		for i := range sp.parts {
-			n += sp.parts[i].n.Load()
+			n += sp.parts[i].tokens()
 		}
 	}
 	return min(n, b.capacity)
@@ -308,21 +415,6 @@ func (b *TokenBucket) held() int64 {
 func (b *TokenBucket) clearFull() {
 	if b.full.Load() {
 		b.full.Store(false)
-	}
-}
-
-// takeAll takes n from c if c holds n, and reports whether it did, and
-// whether a compare-and-swap failed on the way.
-func takeAll(c *atomic.Int64, n int64) (ok, contended bool) {
-	for {
-		held := c.Load()
-		if held < n {
-			return false, contended
-		}
-		if c.CompareAndSwap(held, held-n) {
-			return true, contended
-		}
-		contended = true
 	}
 }
 
@@ -337,21 +429,5 @@ func takeUpTo(c *atomic.Int64, n int64) int64 {
 		if c.CompareAndSwap(held, held-k) {
 			return k
 		}
-	}
-}
-
-// putUpTo adds up to n to c, no further than limit, and returns how much,
-// and whether a compare-and-swap failed on the way.
-func putUpTo(c *atomic.Int64, n, limit int64) (added int64, contended bool) {
-	for {
-		held := c.Load()
-		k := min(n, limit-held)
-		if k <= 0 {
-			return 0, contended
-		}
-		if c.CompareAndSwap(held, held+k) {
-			return k, contended
-		}
-		contended = true
 	}
 }
