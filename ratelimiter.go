@@ -228,9 +228,11 @@ type RateLimiter struct {
 
 	// assigned is the Assignment in force (see Assign): its Rate is 0 when
 	// there is none. ceiling bounds the own algorithm's rate after an
-	// assignment ended (0: no bound).
-	assigned Assignment
-	ceiling  float64
+	// assignment ended (0: no bound), and ceilingBurst is then the least
+	// burst the bucket keeps (0: the rate's).
+	assigned     Assignment
+	ceiling      float64
+	ceilingBurst int
 	// pacedBefore is whether the limiter paced before an assignment of no
 	// limit stopped it.
 	pacedBefore bool
@@ -306,11 +308,12 @@ type Assignment struct {
 	Rate float64
 
 	// Burst, if above 0, is the most send tokens the bucket holds while
-	// the assignment is in force, instead of the rate's whole number
-	// (at least the minimum capacity). A coordinator that spaces the
-	// fleet's sends itself gives a process a burst of a few tokens, so
-	// that a slot its process could not use at once is not lost. Valid:
-	// 0 to 2^31-1.
+	// the assignment is in force, instead of the rate's whole number (at
+	// least the minimum capacity); with a Ceiling, the bucket keeps room
+	// for at least Burst tokens after the assignment ends too, until the
+	// next. A coordinator that spaces the fleet's sends itself gives a
+	// process a burst of a few tokens, so that a slot its process could
+	// not use at once is not lost. Valid: 0 to 2^31-1.
 	Burst int
 
 	// Phase, in [0, 1), is the part of a send token the bucket holds when
@@ -318,8 +321,23 @@ type Assignment struct {
 	// bucket keeps what it held). Processes that start pacing at the same
 	// rate at the same moment would otherwise send in step, one token
 	// period apart, for as long as their rates stay the same; a
-	// coordinator gives each a different phase.
+	// coordinator gives each a different phase. It is ignored when
+	// NextSend is set.
 	Phase float64
+
+	// NextSend, if not zero, is when the first send token under the
+	// assignment is due, by the limiter's clock: the bucket is set, whatever
+	// it held or owed, as if it had been empty one token period before
+	// NextSend, so that it owes the tokens due before NextSend when that is
+	// ahead, and holds what it would have earned since, up to the burst,
+	// when that has passed. A coordinator that booked the process's sends
+	// itself and hands the pacing back to it (as when the coordinator
+	// becomes unreachable) gives the time one token period after the last
+	// send it booked: the process goes on at the cadence the coordinator
+	// kept, and its sends already booked are not made again on top of
+	// them. It is ignored with an infinite Rate. Valid: at most 2^31-1
+	// token periods ahead.
+	NextSend time.Time
 
 	// Until is when the assignment ends, by the limiter's clock. If no
 	// new assignment comes by then, the limiter's own algorithm takes over
@@ -486,8 +504,18 @@ func (l *RateLimiter) Assign(a Assignment) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
+	var owed float64 // the token periods from now to NextSend, less one
+	if !a.NextSend.IsZero() && !math.IsInf(a.Rate, 1) {
+		owed = a.NextSend.Sub(now).Seconds()*a.Rate - 1
+		if owed > maxBurst {
+			return configError("Assignment.NextSend", a.NextSend, fmt.Sprintf("at most %d token periods (of %v) ahead", maxBurst, time.Duration(float64(time.Second)/a.Rate)))
+		}
+	}
 	prev := l.assigned
-	l.assigned, l.ceiling = a, a.Ceiling
+	l.assigned, l.ceiling, l.ceilingBurst = a, a.Ceiling, 0
+	if a.Ceiling > 0 {
+		l.ceilingBurst = a.Burst
+	}
 	// Every success takes the lock while an assignment may end, so that
 	// the limiter sees it end.
 	l.fastUntil.Store(0)
@@ -500,7 +528,10 @@ func (l *RateLimiter) Assign(a Assignment) error {
 		}
 		l.enabled.Store(true)
 		l.setRate(now, a.Rate)
-		if started && a.Phase > 0 {
+		switch {
+		case !a.NextSend.IsZero():
+			l.setTokens(now, -owed)
+		case started && a.Phase > 0:
 			// The phase: as if the last token had gone a part of a token
 			// period ago. (The bucket counts from its last update, which
 			// this moves back; it holds the part at now.)
@@ -516,7 +547,7 @@ func (l *RateLimiter) Assign(a Assignment) error {
 	if !math.IsInf(prev.Rate, 1) {
 		l.pacedBefore = l.enabled.Load()
 	}
-	l.ceiling = 0
+	l.ceiling, l.ceilingBurst = 0, 0
 	l.enabled.Store(false)
 	l.fillRate = math.Inf(1)
 	return nil
@@ -651,6 +682,7 @@ func (l *RateLimiter) setRate(now time.Time, newRate float64) {
 		}
 	case l.ceiling > 0:
 		fillRate = min(fillRate, l.ceiling)
+		capacity = max(capacity, float64(l.ceilingBurst))
 	}
 	if fillRate != l.fillRate || l.cfg.published {
 		l.fillRate = fillRate
@@ -665,6 +697,31 @@ func (l *RateLimiter) setRate(now time.Time, newRate float64) {
 
 // maxBurst is the most tokens the send-token bucket holds.
 const maxBurst = math.MaxInt32
+
+// setTokens makes the bucket hold x tokens at now (x below zero: it owes
+// them), or its burst if x is more; x is at least -maxBurst. The bucket
+// has no setter of its tokens: the tokens owed are reserved, whole, and
+// the part of a token beyond them is earned by moving its last update back
+// (as for the phase). l.mu must be held.
+func (l *RateLimiter) setTokens(now time.Time, x float64) {
+	x = min(x, float64(l.burst))
+	b, limit := &l.bucket, rate.Limit(l.fillRate)
+	held := b.TokensAt(now)
+	owe := 0
+	if held > x {
+		owe = int(math.Ceil(held - x)) // held <= burst and x >= -maxBurst: fits
+	}
+	// The reservation takes at most the burst at once: raise it for the
+	// moment. Setting it updates the bucket to now.
+	b.SetBurstAt(now, max(l.burst, owe))
+	if owe > 0 {
+		b.ReserveN(now, owe)
+	}
+	if part := x - (held - float64(owe)); part > 0 {
+		b.SetLimitAt(now.Add(-time.Duration(part/l.fillRate*float64(time.Second))), limit)
+	}
+	b.SetBurstAt(now, l.burst) // and earns the part
+}
 
 // setBurst sets the bucket's burst, if it changes. l.mu must be held.
 func (l *RateLimiter) setBurst(now time.Time, burst int) {

@@ -297,6 +297,71 @@ func TestRateLimiterAssignPhase(t *testing.T) {
 	require.ErrorIs(t, l.Assign(retry.Assignment{Rate: 2, Phase: math.NaN()}), retry.ErrInvalidConfig)
 }
 
+// TestRateLimiterAssignNextSend: an assignment with NextSend sets the
+// bucket, whatever it held or owed, so that its first token is due then,
+// and then one a token period; a NextSend that has passed leaves what the
+// bucket would have earned since, up to the burst.
+func TestRateLimiterAssignNextSend(t *testing.T) {
+	clock := newManualClock()
+	hour := clock.Now().Add(time.Hour)
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 2, Burst: 2, Until: hour}))
+	for range 3 { // three waiting attempts: the bucket owes three tokens
+		_, err := l.Acquire()
+		require.NoError(t, err)
+	}
+	next := clock.Now().Add(1200 * time.Millisecond)
+	require.NoError(t, l.Assign(retry.Assignment{Rate: 2, Burst: 2, Until: hour, NextSend: next, Phase: 0.9}))
+	assert.InDelta(t, 1-2*1.2, l.Stats().Tokens, 1e-9, "what it owed is replaced; the phase is ignored")
+	for i, want := range []time.Duration{1200, 1700, 2200} {
+		d, err := l.Acquire()
+		require.NoError(t, err)
+		assert.InDelta(t, float64(want*time.Millisecond), float64(d), float64(time.Microsecond), "attempt %d", i)
+	}
+
+	// Passed: 0.3 s ago, and long ago.
+	for _, tc := range []struct {
+		ago  time.Duration
+		want float64
+	}{{300 * time.Millisecond, 1.6}, {time.Hour, 2}, {0, 1}} {
+		l := newTestRateLimiter(t, retry.WithClock(clock))
+		require.NoError(t, l.Assign(retry.Assignment{Rate: 2, Burst: 2, Until: hour, NextSend: clock.Now().Add(-tc.ago)}))
+		assert.InDelta(t, tc.want, l.Stats().Tokens, 1e-9, "NextSend %v ago", tc.ago)
+	}
+
+	// A NextSend further ahead than the bucket can owe is refused, and
+	// changes nothing; with no limit, NextSend means nothing.
+	far := clock.Now().Add(100 * 365 * 24 * time.Hour)
+	err := l.Assign(retry.Assignment{Rate: 1000, NextSend: far})
+	require.ErrorIs(t, err, retry.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "Assignment.NextSend")
+	assert.Equal(t, 2.0, l.Stats().FillRate, "a refused assignment changes nothing")
+	require.NoError(t, l.Assign(retry.Assignment{Rate: math.Inf(1), NextSend: far}))
+}
+
+// TestRateLimiterAssignCeilingKeepsBurst: after an assignment with a
+// ceiling ends, the bucket keeps at least the assignment's burst, so that
+// a slot a small share could not use at once is still kept; without a
+// ceiling, the rate's own capacity applies again.
+func TestRateLimiterAssignCeilingKeepsBurst(t *testing.T) {
+	for _, ceiling := range []float64{0, 0.25} {
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock))
+		require.NoError(t, l.Assign(retry.Assignment{Rate: 0.25, Burst: 3, Ceiling: ceiling, Until: clock.Now().Add(time.Second)}))
+		require.Equal(t, 3.0, l.Stats().Capacity)
+		clock.Advance(2 * time.Second)
+		l.Update(false) // the assignment has ended: the algorithm resumes
+		s := l.Stats()
+		require.Zero(t, s.Assigned.Rate)
+		if ceiling > 0 {
+			assert.Equal(t, 3.0, s.Capacity, "the ceiling's burst")
+			assert.LessOrEqual(t, s.FillRate, ceiling)
+		} else {
+			assert.Equal(t, 1.0, s.Capacity, "the rate's capacity, at least the minimum")
+		}
+	}
+}
+
 // TestRateLimiterAssignUnlimitedTwice: a limiter that paced before two
 // assignments of no limit in a row paces again when they end.
 func TestRateLimiterAssignUnlimitedTwice(t *testing.T) {

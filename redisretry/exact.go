@@ -161,17 +161,20 @@ func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wa
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(reply) != 3 {
-		return 0, 0, fmt.Errorf("%w: %d values, want 3", errBadReply, len(reply))
+	if len(reply) != 4 {
+		return 0, 0, fmt.Errorf("%w: %d values, want 4", errBadReply, len(reply))
 	}
 	r, _ := reply[0].(int64)
 	w, werr := strconv.ParseFloat(fmt.Sprint(reply[1]), 64)
-	if werr != nil || !(w >= 0 && w <= maxRate) || r < slotRefused || r > slotOverShare ||
+	ahead, aerr := strconv.ParseFloat(fmt.Sprint(reply[3]), 64)
+	if werr != nil || aerr != nil || !(w >= 0 && w <= maxRate) || !(ahead >= 0 && ahead <= maxRate) || r < slotRefused || r > slotOverShare ||
 		r == slotReserved && w > float64(max(maxWait, 0).Microseconds())+1 {
 		return 0, 0, fmt.Errorf("%w: %v", errBadReply, reply)
 	}
+	wait = time.Duration(w * float64(time.Microsecond))
+	f.lead.Store(int64(min(time.Duration(ahead*float64(time.Microsecond)), f.cfg.maxWait+time.Second)))
 	if r != slotReserved {
 		f.refusals.Add(1)
 	}
-	return int(r), time.Duration(w * float64(time.Microsecond)), nil
+	return int(r), wait, nil
 }

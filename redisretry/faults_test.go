@@ -3,6 +3,7 @@ package redisretry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"testing"
@@ -263,4 +264,63 @@ func TestCloseKeepsShare(t *testing.T) {
 		assert.Zero(t, n, "Close leaves the fleet")
 		require.NoError(t, f.Close(), "a second Close does nothing")
 	}
+}
+
+// TestFallbackAfterExactAdmission: a process that loses Redis under exact
+// admission lets the sends Redis booked for the fleet go first: its local
+// limiter's first slot is its own slot on the fleet's grid once the
+// fleet's bookings are done, not at once. Back with Redis, its local
+// limiter still keeps it to its slots for an interval, while the others
+// may still be sending on theirs, and then leaves the spacing to Redis.
+func TestFallbackAfterExactAdmission(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	var fleet []*Fleet
+	for i := range 9 {
+		fleet = append(fleet, newTestFleet(t, rdb, "booked", clock, WithRate(5), WithMember(fmt.Sprint("m", i)), WithInterval(time.Second)))
+	}
+	for range 2 {
+		for _, f := range fleet {
+			require.NoError(t, f.refresh(ctx))
+		}
+	}
+	a := fleet[8]
+	share := a.Stats().Share
+	require.True(t, a.Stats().Exact)
+	require.InDelta(t, 5*(1-DefaultHeadroom)/9, share, 1e-9)
+	// Eight members book the fleet's next slots, one each; a takes the
+	// ninth, 8 slots ahead.
+	step := time.Second * 8 / 35 // 1/4.375 s
+	for i, f := range fleet {
+		res, wait, err := f.reserve(ctx, 2*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, slotReserved, res)
+		assert.InDelta(t, float64(time.Duration(i)*step), float64(wait), float64(time.Millisecond), "member %d", i)
+	}
+	lead := time.Duration(a.lead.Load())
+	assert.InDelta(t, float64(9*step), float64(lead), float64(time.Millisecond), "the fleet's bookings reach 9 slots ahead")
+
+	a.mu.Lock()
+	a.failLocked(clock.Now(), a.measure(clock.Now()), errors.New("redis down"))
+	a.mu.Unlock()
+	require.False(t, a.Stats().Exact)
+	d, _ := a.limiter.Acquire()
+	assert.GreaterOrEqual(t, d, lead, "no local send before the fleet's bookings are done")
+	assert.Less(t, d, lead+time.Duration(float64(time.Second)/share), "the first of its slots after them")
+	if p := a.phaseAt(clock.Now().Add(d), share); p > 1e-6 && p < 1-1e-6 {
+		t.Errorf("the first local send is %v of a slot off the process's slot on the fleet's grid", p)
+	}
+
+	// Back: for an interval, the local limiter paces as well.
+	clock.Advance(time.Second)
+	require.NoError(t, a.refresh(ctx))
+	s := a.limiter.Stats()
+	assert.True(t, a.Stats().Exact)
+	assert.True(t, s.Enabled, "the first interval back, the local limiter still paces")
+	assert.InDelta(t, a.Stats().Share, s.FillRate, 1e-9, "at its share")
+	clock.Advance(time.Second)
+	require.NoError(t, a.refresh(ctx))
+	assert.False(t, a.limiter.Stats().Enabled, "then Redis alone spaces the sends")
 }

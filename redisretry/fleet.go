@@ -147,6 +147,10 @@ type Fleet struct {
 	// the attempts it refused.
 	exact    atomic.Bool
 	refusals atomic.Int64
+	// lead is how far ahead of this process's last call to Redis under
+	// exact admission the fleet's next free slot was, in nanoseconds: the
+	// sends booked and still to come then (see fallBackLocked).
+	lead atomic.Int64
 
 	mu sync.Mutex
 	ls leaseState
@@ -309,7 +313,7 @@ func (f *Fleet) Close() error {
 			<-f.done
 		}
 		f.mu.Lock()
-		f.fallBackLocked(f.clock.Now())
+		f.fallBackLocked(f.clock.Now(), f.exact.Load())
 		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), f.cfg.interval)
 		defer cancel()

@@ -19,10 +19,13 @@
 --          holds none (Redis restarted empty); 0 when the capacity is
 --          learned
 --
--- Returns {admitted, wait in microseconds, capacity}: admitted 1, the
+-- Returns {admitted, wait in microseconds, capacity, lead}: admitted 1, the
 -- attempt goes after the wait; 0, it may not go within the longest wait;
 -- 2, the member is over its share and may ask again after the wait.
--- Capacity -1 (no rate known yet) admits without a wait.
+-- Capacity -1 (no rate known yet) admits without a wait. Lead is how far
+-- ahead of now the fleet's next free slot is, in microseconds: the sends
+-- booked and still to come, which a member that loses Redis waits out
+-- before its local limiter sends (see fallBackLocked).
 
 local function num(v, lo, hi)
   local n = tonumber(v)
@@ -49,6 +52,15 @@ local fmt = '%.17g'
 local f = redis.call('HMGET', KEYS[1], 'cap', 'tat')
 local cap = num(f[1], -1, 1e15)
 if configured > 0 then cap = configured end
+-- The lead of a slot time: how far ahead of now it is, 0 if not a time
+-- ahead within any wait.
+local function lead(t)
+  local most = now + horizon + 1e6
+  if cap ~= nil and cap > 0 then most = most + burst * 1e6 / cap end
+  t = num(t, now, most)
+  if t == nil then return '0' end
+  return string.format(fmt, t - now)
+end
 
 -- The member's own slots, at its share: checked first, and taken only with
 -- a slot of the fleet's. A member gets each slot when it is due, never
@@ -68,14 +80,14 @@ if share > 0 then
   -- one), or is not a time.
   mtat = num(redis.call('HGET', KEYS[2], ARGV[4]), 0, now + horizon + mstep) or now
   mtat = math.max(mtat, now - late)
-  if mtat > now then return {2, string.format(fmt, mtat - now), string.format(fmt, cap)} end
+  if mtat > now then return {2, string.format(fmt, mtat - now), string.format(fmt, cap), lead(f[2])} end
   mtat = mtat + mstep
 end
 
 if cap == nil or cap <= 0 then
   -- No rate known yet: the member's share alone bounds it.
   if mtat then redis.call('HSET', KEYS[2], ARGV[4], string.format(fmt, mtat)) end
-  return {1, '0', '-1'}
+  return {1, '0', '-1', '0'}
 end
 local step = 1e6 / cap
 -- A slot time in the past, missing, or further ahead than any wait could
@@ -83,7 +95,7 @@ local step = 1e6 / cap
 local tat = num(f[2], now, now + horizon + burst * step + 1e6) or now
 local send = math.max(now, tat - (burst - 1) * step)
 local wait = send - now
-if wait > maxwait then return {0, string.format(fmt, wait), string.format(fmt, cap)} end
+if wait > maxwait then return {0, string.format(fmt, wait), string.format(fmt, cap), lead(tat)} end
 redis.call('HSET', KEYS[1], 'tat', string.format(fmt, tat + step))
 if mtat then redis.call('HSET', KEYS[2], ARGV[4], string.format(fmt, mtat)) end
-return {1, string.format(fmt, wait), string.format(fmt, cap)}
+return {1, string.format(fmt, wait), string.format(fmt, cap), lead(tat + step)}

@@ -238,6 +238,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	f.ls.fallbackAttempts = r.limiter.Attempts
 	f.ls.share, f.ls.capacity, f.ls.members, f.ls.seq = l.share, l.capacity, l.members, l.seq
 	f.ls.until = now.Add(f.cfg.lease)
+	wasDown := f.ls.down
 	f.ls.connected, f.ls.down, f.ls.lastErr = true, false, nil
 	f.ls.leases++
 	exact := f.cfg.exactBelow > 0 && !math.IsInf(l.capacity, 1) && l.capacity <= f.cfg.exactBelow
@@ -246,9 +247,14 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	// has nothing to send is kept for a while, not lost (the bursts of
 	// independent processes seldom meet). Under exact admission Redis
 	// keeps the process to its share and spaces the fleet's sends: the
-	// local limiter does not pace until Redis fails.
+	// local limiter does not pace until Redis fails. But for the first
+	// interval after a fallback it still does: Redis, perhaps restarted
+	// empty, spaces the sends of the processes back with it, while the
+	// others still send on their local limiters' slots, which it does not
+	// know; each process kept to its own slots as well, the fleet's sends
+	// stay within its rate until all are back.
 	a := retry.Assignment{Rate: l.share, Until: f.ls.until, Phase: f.phaseAt(now, l.share)}
-	if exact {
+	if exact && !wasDown {
 		a.Rate = math.Inf(1)
 	} else if !math.IsInf(l.share, 1) {
 		a.Burst = localBurst(l.share)
@@ -278,7 +284,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 func (f *Fleet) failLocked(now time.Time, r report, err error) {
 	f.ls.failures++
 	f.ls.connected, f.ls.lastErr = false, err
-	f.exact.Store(false)
+	wasExact := f.exact.Swap(false)
 	if f.cfg.onError != nil {
 		f.cfg.onError(err)
 	}
@@ -291,14 +297,21 @@ func (f *Fleet) failLocked(now time.Time, r report, err error) {
 	if f.ls.down {
 		return
 	}
-	f.fallBackLocked(now)
+	f.fallBackLocked(now, wasExact)
 }
 
 // fallBackLocked leaves the pacing to the local limiter: it keeps the last
 // share until the lease ends and then goes on from it (below it when the
 // rate was configured); a Fleet that never had a lease keeps below the
-// configured rate. f.mu must be held.
-func (f *Fleet) fallBackLocked(now time.Time) {
+// configured rate. After exact admission (wasExact), sends Redis booked
+// for the fleet may still be to come, up to the longest wait ahead: the
+// local limiter's first slot is the process's slot on the fleet's grid
+// (see phaseAt) once those are done, by the lead the fleet's bookings had
+// at this process's last call to Redis. The fleet's sends then follow each
+// other at its rate, as when Redis spaced them: what was booked goes first,
+// then each process on its own slots, which the members' places on the
+// grid spread evenly. f.mu must be held.
+func (f *Fleet) fallBackLocked(now time.Time, wasExact bool) {
 	f.ls.down = true
 	f.exact.Store(false)
 	share, until := f.ls.share, f.ls.until
@@ -309,10 +322,23 @@ func (f *Fleet) fallBackLocked(now time.Time) {
 		share, until = f.cfg.rate*(1-f.cfg.headroom), now
 	}
 	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share), Phase: f.phaseAt(now, share)}
+	if wasExact {
+		a.NextSend = f.nextSlot(now.Add(time.Duration(f.lead.Load())), share)
+	}
 	if f.cfg.rate > 0 {
 		a.Ceiling = share
 	}
-	_ = f.limiter.Assign(a) // share is finite and above 0
+	_ = f.limiter.Assign(a) // share is finite and above 0; NextSend is within the longest wait and a slot
+}
+
+// nextSlot returns the first of this process's slots on the fleet's grid
+// at rate (see phaseAt) at or after t.
+func (f *Fleet) nextSlot(t time.Time, rate float64) time.Time {
+	p := f.phaseAt(t, rate)
+	if p == 0 {
+		return t
+	}
+	return t.Add(time.Duration((1 - p) / rate * float64(time.Second)))
 }
 
 // setGrant sets the retry quota to n tokens. f.mu must be held, or f not

@@ -240,7 +240,7 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 		// limiter, asking again when it says a slot is due; then, under
 		// exact admission, up to 2 s more for the fleet's slot.
 		deadline := s.now() + 2*time.Second
-		var local func()
+		var local, fleetSlot func()
 		local = func() {
 			if gen != p.gen {
 				return // the process stopped: its waiting requests with it
@@ -262,6 +262,15 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				send(p)
 				return
 			}
+			fleetSlot()
+		}
+		// fleetSlot is admit's loop: the fleet's slot in Redis, asked for
+		// again when the process's own slot is due; when Redis does not
+		// answer, a local slot.
+		fleetSlot = func() {
+			if gen != p.gen {
+				return
+			}
 			if down() {
 				// Redis does not answer: the Fleet falls back, and the
 				// attempt waits for a local slot, as admit does.
@@ -271,6 +280,10 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				local()
 				return
 			}
+			if !p.fleet.exact.Load() {
+				send(p) // admit returns at once: the local slot was taken
+				return
+			}
 			res, wait, err := p.fleet.reserve(ctx, deadline-s.now())
 			switch {
 			case err != nil:
@@ -278,7 +291,7 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 			case res == slotReserved:
 				s.at(s.now()+wait, func() { send(p) })
 			case res == slotOverShare && wait <= deadline-s.now():
-				s.at(s.now()+wait, local) // as admit: ask again when due
+				s.at(s.now()+wait, fleetSlot) // as admit: ask again when due
 			default:
 				refuse()
 			}
@@ -626,9 +639,8 @@ func TestJoinLeave(t *testing.T) {
 // TestRedisOutage: Redis is down from 30 s to 60 s, and comes back empty.
 // The targets: the fleet's send rate within 1.2x the limit
 // throughout, at least 80% of the limit used during the outage, the
-// shares back within two intervals. The test prints the peak second and
-// the use, and holds the fleet's mean send rate during the outage within
-// 1.2x the limit.
+// shares back within two intervals. The test prints the peak second, the
+// use and the shares, and holds the first two.
 func TestRedisOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
@@ -651,8 +663,8 @@ func TestRedisOutage(t *testing.T) {
 		used.add(float64(ok) / (5 * 30))
 		mean.add(float64(sent) / (5 * 30))
 		peak.add(r.maxSendRate)
-		if float64(sent)/(5*30) > 1.2 || float64(ok)/(5*30) < 0.7 {
-			t.Errorf("seed %d: the fleet sent %.2fx the limit during the outage, %.0f%% of it got through", seed, float64(sent)/(5*30), 100*float64(ok)/(5*30))
+		if r.maxSendRate > 1.2+1e-9 || float64(ok)/(5*30) < 0.8 {
+			t.Errorf("seed %d: the fleet sent %.2fx the limit in its busiest second, %.0f%% of the limit got through during the outage", seed, r.maxSendRate, 100*float64(ok)/(5*30))
 		}
 		for i := range off {
 			for _, share := range r.snapshots[i] {
