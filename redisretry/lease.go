@@ -310,7 +310,9 @@ func (f *Fleet) failLocked(now time.Time, r report, err error) {
 // at this process's last call to Redis. The fleet's sends then follow each
 // other at its rate, as when Redis spaced them: what was booked goes first,
 // then each process on its own slots, which the members' places on the
-// grid spread evenly. f.mu must be held.
+// grid spread evenly; a burst of two, which the local algorithm keeps after
+// the lease (see retry.Assignment.Burst), keeps a process's place when it
+// misses a slot by a moment. f.mu must be held.
 func (f *Fleet) fallBackLocked(now time.Time, wasExact bool) {
 	f.ls.down = true
 	f.exact.Store(false)
@@ -322,6 +324,12 @@ func (f *Fleet) fallBackLocked(now time.Time, wasExact bool) {
 		share, until = f.cfg.rate*(1-f.cfg.headroom), now
 	}
 	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share), Phase: f.phaseAt(now, share)}
+	if f.ls.demand < share {
+		// A process that sends less than its share has no place on the
+		// fleet's grid to keep (see below): a burst of one keeps its sends
+		// from meeting others' after a pause.
+		a.Burst = 1
+	}
 	if wasExact {
 		a.NextSend = f.nextSlot(now.Add(time.Duration(f.lead.Load())), share)
 	}
