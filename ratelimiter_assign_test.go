@@ -223,6 +223,36 @@ func ExampleRateLimiter_Assign() {
 	// fill rate 2.0/s, 40 attempts counted
 }
 
+// A coordinator that books the fleet's sends itself (redisretry's exact
+// admission does) and loses its store hands the pacing back to the
+// process at the cadence it kept. The last send it booked for this process
+// goes at 1.2 s from now, at 2 a second: the process's own sends start one
+// slot after it, not at once on top of it.
+func ExampleAssignment_nextSend() {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := retry.ClockFunc(func() time.Time { return now })
+	l, err := retry.NewRateLimiter(retry.WithClock(clock))
+	if err != nil {
+		log.Fatal(err)
+	}
+	lastBooked := now.Add(1200 * time.Millisecond)
+	err = l.Assign(retry.Assignment{
+		Rate: 2, Burst: 2, Ceiling: 2, Until: now.Add(10 * time.Second),
+		NextSend: lastBooked.Add(500 * time.Millisecond),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 3 {
+		d, _ := l.Acquire()
+		fmt.Println("wait:", d)
+	}
+	// Output:
+	// wait: 1.7s
+	// wait: 2.2s
+	// wait: 2.7s
+}
+
 // TestRateLimiterAssignBelowMinimum: an assigned rate and a ceiling hold
 // below the minimum fill rate: a process's share of a small fleet limit
 // may be a fraction of one send a second.
