@@ -73,7 +73,11 @@
 // takes over from that share, never above it when the rate was configured.
 // A fleet that loses Redis keeps to the limit; it does not fall back to
 // each process claiming the whole limit. Exact admission that fails falls
-// back the same way, at once. A member that Redis does not know (new, or
+// back the same way, at once, after the sends Redis had booked for the
+// fleet, each process on its own slot of a grid the fleet shares, so that
+// the fleet's sends stay spaced; back with Redis, a process keeps to its
+// local slots for one more interval, while others may still send on
+// theirs. A member that Redis does not know (new, or
 // coming back after Redis restarted empty) gets only what the others
 // leave, so the shares are rebuilt without a burst. Time comes from
 // Redis's clock, never from the processes'; every value read back is
