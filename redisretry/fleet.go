@@ -22,7 +22,15 @@
 // share of the fleet's rate for a lease (WithLease, 3 intervals). The
 // shares divide the rate max-min fairly by the wants, as Google's Doorman
 // does: no process gets more than it wants, and what the small ones leave
-// is divided equally among the others. A process's share is enforced by
+// is divided equally among the others. A want is what the process sends
+// with a margin of 10%, so that a process that sends at random is not
+// held at its mean; with leases and a configured rate, what a small one
+// leaves is counted from what it sends, so that the others do not pay for
+// its margin, and the shares may add up to more than the rate less the
+// headroom by the small ones' margins, never more than the configured
+// rate (independent processes seldom use their margins at once). Under
+// exact admission, and with a learned rate, they add up to at most the
+// capacity. A process's share is enforced by
 // its own retry.RateLimiter (see retry.RateLimiter.Assign), so an admitted
 // request costs what it costs with a local adaptive limiter: no network
 // call on the request path.

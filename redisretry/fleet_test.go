@@ -3,6 +3,7 @@ package redisretry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -112,37 +113,74 @@ func TestSharesMaxMinFair(t *testing.T) {
 	}
 }
 
-// TestSharesNeverExceedCapacity: members joining, leaving and changing
-// what they want; at every moment the shares held add up to at most the
-// capacity.
-func TestSharesNeverExceedCapacity(t *testing.T) {
+// TestSharesCountMarginsOnce: with leases and the default headroom, what a
+// member below the level leaves to the others is counted from what it
+// sends, not from its want with the margin: members sending 1, 2 and 10
+// a second of a configured 10 (8.75 with the headroom) get 1.1, 2.2 and the
+// 5.75 the first two do not send; 9.05 in all, within the capacity and
+// the margins (9.625) and the configured rate.
+func TestSharesCountMarginsOnce(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
 	clock := newVClock()
-	ctx := context.Background()
-	var fleets []*Fleet
-	for i := range 12 {
-		fleets = append(fleets, newTestFleet(t, rdb, "cap", clock, WithRate(8), WithHeadroom(0),
-			WithMember(string(rune('a'+i))), WithExactBelow(0)))
+	sends := map[string]int{"a": 1, "b": 2, "c": 10}
+	fleets := map[string]*Fleet{}
+	for id := range sends {
+		fleets[id] = newTestFleet(t, rdb, "margins", clock, WithRate(10), WithMember(id), WithExactBelow(0))
 	}
-	for round := range 30 {
+	ctx := context.Background()
+	for range 4 {
 		clock.Advance(time.Second)
-		for i, f := range fleets {
-			active := i < 4 || round >= 5 && (i < 8 || round < 20) // 4, then 12, then 8
-			if !active {
-				continue
-			}
-			attempts(f, 1+(i+round)%5, nil)
+		for id, f := range fleets {
+			attempts(f, sends[id], nil)
 			require.NoError(t, f.refresh(ctx))
-			sum := 0.0
-			for _, g := range fleets {
-				// A member that stopped refreshing holds its share
-				// until its lease ends, when the fleet drops it.
-				if s := g.Stats(); s.LeaseUntil.After(clock.Now()) {
-					sum += s.Share
+		}
+	}
+	for id, want := range map[string]float64{"a": 1.1, "b": 2.2, "c": 5.75} {
+		assert.InDelta(t, want, fleets[id].Stats().Share, 1e-9, id)
+	}
+}
+
+// TestSharesNeverExceedCapacity: members joining, leaving and changing
+// what they want; at every moment the shares held add up to at most the
+// capacity, without headroom; with the default headroom, at most the
+// capacity and the members' margins, within the configured rate.
+func TestSharesNeverExceedCapacity(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	for _, headroom := range []float64{0, DefaultHeadroom} {
+		clock := newVClock()
+		room := min(8*(1-headroom)*(1+wantMargin), 8)
+		var fleets []*Fleet
+		for i := range 12 {
+			fleets = append(fleets, newTestFleet(t, rdb, fmt.Sprint("cap", headroom), clock, WithRate(8), WithHeadroom(headroom),
+				WithMember(string(rune('a'+i))), WithExactBelow(0)))
+		}
+		most := 0.0
+		for round := range 30 {
+			clock.Advance(time.Second)
+			for i, f := range fleets {
+				active := i < 4 || round >= 5 && (i < 8 || round < 20) // 4, then 12, then 8
+				if !active {
+					continue
 				}
+				attempts(f, 1+(i+round)%5, nil)
+				require.NoError(t, f.refresh(ctx))
+				sum := 0.0
+				for _, g := range fleets {
+					// A member that stopped refreshing holds its share
+					// until its lease ends, when the fleet drops it.
+					if s := g.Stats(); s.LeaseUntil.After(clock.Now()) {
+						sum += s.Share
+					}
+				}
+				most = max(most, sum)
+				require.LessOrEqual(t, sum, room*(1+12e-6), "headroom %v, round %d: the shares held add up to more than they may", headroom, round)
 			}
-			require.LessOrEqual(t, sum, 8*(1+12e-6), "round %d: the shares held add up to more than the capacity", round)
+		}
+		if headroom > 0 {
+			assert.Greater(t, most, 8*(1-headroom)*(1+1e-3), "the margins are counted once: the shares add up to more than the capacity at times")
 		}
 	}
 }

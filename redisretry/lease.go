@@ -209,8 +209,17 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	f.mu.Unlock()
 
 	capacity := 0.0
+	// With leases, the shares may add up to more than the capacity by the
+	// margins of the members below the level, within the configured rate
+	// (see refresh.lua); under exact admission, which spaces the fleet's
+	// sends at the capacity whatever the shares, they may not: after a
+	// fallback, the shares alone pace the fleet.
+	room := 0.0
 	if f.cfg.rate > 0 {
 		capacity = f.cfg.rate * (1 - f.cfg.headroom)
+		if f.cfg.exactBelow == 0 || capacity > f.cfg.exactBelow {
+			room = f.cfg.rate
+		}
 	}
 	args := []any{
 		f.cfg.member, fmtFloat(r.want), r.attempts, r.throttles, r.retries,
@@ -218,7 +227,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		fmtFloat(f.cfg.ratio), fmtFloat(f.cfg.floor), f.cfg.window.Microseconds(),
 		fmtFloat(learnBeta), fmtFloat(learnGrowth), fmtFloat(learnTolerance), f.scriptNow(),
 		fmtFloat(learnStart), f.cooldown().Microseconds(), fmtFloat(learnMinRate), learnEpochs,
-		learnMinAttempts, maxDivide,
+		learnMinAttempts, maxDivide, fmtFloat(wantMargin), fmtFloat(room),
 	}
 	res, err := refreshScript.Run(ctx, f.rdb, f.keys, args...).StringSlice()
 	var l lease

@@ -17,7 +17,9 @@
 -- ARGV[18] the least capacity learned (sends per second), ARGV[19] how
 -- many epochs of counts a cut is decided on, ARGV[20] the least attempts
 -- it is decided on, ARGV[21] the largest fleet divided again when a
--- member joins
+-- member joins, ARGV[22] the margin in the members' wants (a want is what
+-- the member sends, times 1 + margin), ARGV[23] the most the shares held
+-- may add up to (sends per second; 0: the capacity)
 --
 -- Returns {share, grant, members, capacity, level, seq}, numbers as
 -- strings (share and capacity -1: no limit); seq numbers the members in the
@@ -50,6 +52,15 @@ local beta, growth, tolerance = arg(12, 0, 1), arg(13, 0, BIG), arg(14, 0, 1)
 local start, cooldown, minrate = arg(16, 0, 1), arg(17, 0, BIG), arg(18, 0, BIG)
 local epochs, minattempts = arg(19, 1, 1000), arg(20, 0, BIG)
 local maxdivide = arg(21, 0, BIG)
+local margin, most = arg(22, 0, 10), arg(23, 0, BIG)
+
+-- room returns the most the shares held may add up to at capacity cap:
+-- the capacity and the members' margins, within the configured rate (most);
+-- the capacity alone when no rate is configured.
+local function room(cap)
+  if most <= cap then return cap end
+  return math.min(cap * (1 + margin), most)
+end
 local now = num(ARGV[15], 0, 1e18)
 if now == nil then
   local t = redis.call('TIME')
@@ -179,21 +190,28 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
 
   -- Max-min fair division (water-filling): level is the most any member
   -- gets; when every want fits, the capacity left over is shared equally
-  -- (extra), so that members can grow.
+  -- (extra), so that members can grow. Where the shares may add up to
+  -- more than the capacity (room, below), what a member below the level
+  -- leaves to the others is counted from what it sends, its want without
+  -- the margin: the margin covers the randomness of its own sends, and
+  -- the members' margins are seldom used at once.
   level, extra = -1, 0
   if cap >= 0 then
+    local use = 1
+    if room(cap) > cap then use = 1 / (1 + margin) end
     table.sort(wants)
-    local left = cap
+    local left, sum = cap, 0
     for i = 1, n do
       local fair = left / (n - i + 1)
-      if wants[i] > fair then
+      if wants[i] * use > fair then
         level = fair
         left = 0
         break
       end
-      left = left - wants[i]
+      left = left - wants[i] * use
+      sum = sum + wants[i]
     end
-    if level < 0 then extra = left / n end
+    if level < 0 then extra = math.max(cap - sum, 0) / n end
   end
 
   if ended then
@@ -224,8 +242,8 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
 end
 
 -- This member's share: its fair share, but never more than the others
--- leave, so that the shares held add up to no more than the capacity
--- while they change hands (but for a millionth of the capacity, the least
+-- leave, so that the shares held add up to no more than the room while
+-- they change hands (but for a millionth of the capacity, the least
 -- share a member gets, so that a newcomer can start, and but for a cut of
 -- the capacity, which the members follow as they refresh).
 -- A member whose share shrinks (the capacity was cut, others want more)
@@ -236,7 +254,7 @@ if cap >= 0 then
   if level >= 0 then target = math.min(want, level) + extra end
   if target > oldheld then
     local others = math.max(heldsum - oldheld, 0)
-    target = math.max(oldheld, math.min(target, cap - others))
+    target = math.max(oldheld, math.min(target, room(cap) - others))
   end
   share = math.max(math.min(target, cap), cap / 1e6)
 end

@@ -526,15 +526,15 @@ func TestRoute53Targets(t *testing.T) {
 // TestSkewedShares: 200 processes, 10 heavy (20 requests a second each)
 // and 190 light (0.2 each), share a configured 100 a second (87.5 with the
 // headroom; leases, as the rate is above WithExactBelow). Max-min fair,
-// each light process gets its 0.2 and each heavy one (87.5-38)/10 = 4.95;
-// the light ones ask 10% more than they send (wantMargin), which the heavy
-// ones pay: 4.57 each. The target is every share within 10% of
-// the fair one; the test prints the figures and holds the invariants (the
-// shares never add up to more than the capacity, no heavy process below
-// 70% of its fair share): a light process's demand, a few attempts in five
-// intervals, is too noisy to divide by (see the README). It prints the
-// share of the light processes' requests refused locally too: what a
-// light process pays for a share that follows its noisy demand.
+// each light process gets its 0.2 and each heavy one (87.5-38)/10 = 4.95.
+// The light ones ask 10% more than they send (wantMargin), for the
+// randomness of their sends, which the division counts once (see
+// refresh.lua): the heavy ones do not pay for it. The target is
+// every share within 10% of the fair one; the test holds it for the heavy
+// processes and the invariant that the shares never add up to more than
+// the capacity and the margins (96.25 of the 100). A light process's share
+// follows its own noisy demand (a few attempts in five intervals); the
+// test prints the share of the light processes' requests refused locally.
 func TestSkewedShares(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
@@ -574,7 +574,7 @@ func TestSkewedShares(t *testing.T) {
 	}
 	t.Logf("\n200 processes (10 wanting 20/s, 190 wanting 0.2/s), a configured 100/s, seeds 1-3, shares at 30, 45 and 59 s over the max-min fair ones (4.95 and 0.2):\nheavy %.2f-%.2f, light %.2f-%.2f, all together %.3f-%.3f of the capacity; throttled %s; the light processes' requests refused locally %s",
 		heavy.lo, heavy.hi, light.lo, light.hi, sum.lo, sum.hi, th.pct(), lightRefused.pct())
-	if heavy.lo < 0.7 || heavy.hi > 1.1 || sum.hi > 1+1e-3 {
+	if heavy.lo < 0.9 || heavy.hi > 1.1 || sum.hi > 1+wantMargin+1e-3 {
 		t.Errorf("heavy shares %.2f-%.2f of the fair one, all shares %.3f of the capacity", heavy.lo, heavy.hi, sum.hi)
 	}
 }
