@@ -148,9 +148,10 @@ func TestRateLimiterAssignUnlimited(t *testing.T) {
 	assert.False(t, math.IsInf(s.FillRate, 0), "the own algorithm's rate again: %v", s.FillRate)
 }
 
-// TestRateLimiterAssignConcurrent: assignments, attempts and Stats from
-// many goroutines; every attempt counted, the rate always an assigned one
-// or the own algorithm's, never out of bounds.
+// TestRateLimiterAssignConcurrent: assignments (some setting the bucket
+// with NextSend), attempts and Stats from many goroutines; every attempt
+// counted, the rate always an assigned one or the own algorithm's, never
+// out of bounds, and the bucket never above its capacity.
 func TestRateLimiterAssignConcurrent(t *testing.T) {
 	clock := newManualClock()
 	l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
@@ -167,12 +168,16 @@ func TestRateLimiterAssignConcurrent(t *testing.T) {
 				l.Update(i%7 == 0)
 				if w == 0 && i%50 == 0 {
 					clock.Advance(10 * time.Millisecond)
-					if err := l.Assign(retry.Assignment{Rate: float64(1 + i%20), Until: clock.Now().Add(30 * time.Millisecond), Ceiling: 25}); err != nil {
+					a := retry.Assignment{Rate: float64(1 + i%20), Until: clock.Now().Add(30 * time.Millisecond), Ceiling: 25}
+					if i%100 == 0 { // half of them set the bucket, while others take tokens
+						a.Burst, a.NextSend = 3, clock.Now().Add(time.Duration(i%7)*50*time.Millisecond-100*time.Millisecond)
+					}
+					if err := l.Assign(a); err != nil {
 						t.Error(err)
 						return
 					}
 				}
-				if s := l.Stats(); !(s.FillRate > 0) || math.IsInf(s.FillRate, 0) || s.FillRate > 25 && s.Assigned.Rate == 0 {
+				if s := l.Stats(); !(s.FillRate > 0) || math.IsInf(s.FillRate, 0) || s.FillRate > 25 && s.Assigned.Rate == 0 || s.Tokens > s.Capacity+1e-9 {
 					t.Errorf("fill rate %v with %+v", s.FillRate, s.Assigned)
 					return
 				}
