@@ -280,10 +280,6 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				local()
 				return
 			}
-			if !p.fleet.exact.Load() {
-				send(p) // admit returns at once: the local slot was taken
-				return
-			}
 			res, wait, err := p.fleet.reserve(ctx, deadline-s.now())
 			switch {
 			case err != nil:
