@@ -86,10 +86,7 @@ func (b *TokenBucket) succeeded() {
 	// The full flag was held down while the scope failed.
 	if b.cfg.refillRate == 0 {
 		if b.holdsCapacity() {
-			b.setFull()
-			if !b.holdsCapacity() {
-				b.full.Store(false)
-			}
+			b.syncFull()
 		}
 		return
 	}

@@ -381,7 +381,12 @@ func (b *TokenBucket) putCounted(n int64, hint stripeHint) {
 		held := b.tokens.Load()
 		next := min(held+n, b.capacity)
 		if next <= held {
-			return // full
+			// Full. A flag that says otherwise lost a race (see
+			// syncFull) or is held down while the scope fails.
+			if !b.full.Load() && !b.failing.Load() {
+				b.syncFull()
+			}
+			return
 		}
 		if b.tokens.CompareAndSwap(held, next) {
 			if next == b.capacity || b.stripes.Load() != nil {

@@ -50,6 +50,30 @@ func TestTokenBucketFullFlagRace(t *testing.T) {
 	}
 }
 
+// A full bucket whose flag lost a race (a take cleared it after a
+// give-back refilled the bucket and set it) gets it back from the next
+// Release, which finds no room; a failing scope's flag stays down.
+func TestTokenBucketFullFlagHeals(t *testing.T) {
+	b, err := NewTokenBucket(WithMaxCapacity(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.full.Store(false)
+	if err := b.Release(1); err != nil {
+		t.Fatal(err)
+	}
+	if held := b.tokens.Load(); held != 10 || !b.full.Load() {
+		t.Fatalf("%d tokens held, full flag %v; want 10, set", held, b.full.Load())
+	}
+	b.failed(Classification{Safety: SafetyYes})
+	if err := b.Release(1); err != nil {
+		t.Fatal(err)
+	}
+	if b.full.Load() {
+		t.Fatal("a failing scope's full flag is set")
+	}
+}
+
 // A failing scope holds its bucket's full flag down, so that first-attempt
 // successes reach succeeded; when the failure ends, a bucket that holds
 // its capacity sets it again, so that they cost one atomic load again.

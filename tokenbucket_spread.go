@@ -205,8 +205,8 @@ func (b *TokenBucket) normalize(sp *tokenStripes) {
 	if excess := b.takeExcess(); excess > 0 {
 		b.putRest(sp, excess)
 	}
-	if b.full.Load() && !b.holdsCapacity() {
-		b.full.Store(false)
+	if b.full.Load() {
+		b.syncFull()
 	}
 }
 
@@ -276,15 +276,12 @@ func (b *TokenBucket) putRest(sp *tokenStripes, n int64) {
 	if b.full.Load() {
 		return
 	}
-	// The flag is set on a bucket that was full a moment ago: a take may
-	// have come since, which the check sees. (A give-back that fills the
-	// bucket exactly leaves the flag to the next one, which finds no room:
-	// the check reads every stripe, which other goroutines write, and a
-	// give-back that fills its own stripe is common.)
-	b.setFull()
-	if !b.holdsCapacity() {
-		b.full.Store(false)
-	}
+	// The bucket was full a moment ago; a take may have come since, which
+	// syncFull sees. (A give-back that fills the bucket exactly leaves the
+	// flag to the next one, which finds no room: the check reads every
+	// stripe, which other goroutines write, and a give-back that fills its
+	// own stripe is common.)
+	b.syncFull()
 }
 
 // unchangedSince reports whether every stripe's word is still the one in
@@ -361,20 +358,38 @@ func (b *TokenBucket) putCentral(n int64) int64 {
 }
 
 // settle follows a give-back that brought the count to held, reading no
-// stripes: if that filled the bucket, it sets the full flag, unless a take
-// came in between, which its check sees (the flag is not left set on a
-// bucket that is not full; Release checks the count too, for the moment
-// it is); if the bucket spread meanwhile, it puts the count within
+// stripes: if that filled the bucket, it sets the full flag (see
+// syncFull); if the bucket spread meanwhile, it puts the count within
 // centralCap.
 func (b *TokenBucket) settle(held int64) {
 	if held == b.capacity {
-		b.setFull()
-		if !b.holdsCapacity() {
-			b.full.Store(false)
-		}
+		b.syncFull()
 	}
 	if sp := b.stripes.Load(); sp != nil {
 		b.normalize(sp)
+	}
+}
+
+// syncFull makes the full flag say whether a bucket that does not refill
+// holds its capacity (while its scope is not failing: see setFull), for
+// a give-back that may have filled it or found it full. Takes and
+// give-backs move the count while it writes, so it reads the count again
+// after its write, and writes again if the count moved across full: of
+// goroutines racing here, the last to write checks last, and the flag
+// is never left set on a bucket that is not full (Release checks the
+// count too, for the moment it is), nor, once the bucket is quiet, clear
+// on a full one, where every Release would take the slow path.
+func (b *TokenBucket) syncFull() {
+	for {
+		full := b.holdsCapacity()
+		if full {
+			b.setFull()
+		} else if b.full.Load() {
+			b.full.Store(false)
+		}
+		if b.holdsCapacity() == full {
+			return
+		}
 	}
 }
 
