@@ -174,7 +174,8 @@ func (b *TokenBucket) spread() {
 	}
 	sp := new(tokenStripes)
 	b.centralCap = b.capacity - spreadShards*b.stripeCap // read only once stripes are seen
-	b.putStripes(sp, b.takeExcess())                     // into stripes no one else sees yet: all of it fits
+	var unused [spreadShards]uint64
+	b.putStripes(sp, b.takeExcess(), &unused) // into stripes no one else sees yet: all of it fits
 	b.stripes.Store(sp)
 	// A give-back that read no stripes may have filled the count beyond
 	// centralCap after the move: put that right.
@@ -256,15 +257,8 @@ func (b *TokenBucket) putRest(sp *tokenStripes, n int64) {
 	}
 	var seen [spreadShards]uint64
 	for {
-		for i := range sp.parts {
-			if testHookStripeLook != nil {
-				testHookStripeLook(sp, i)
-			}
-			var put int64
-			put, seen[i], _ = sp.parts[i].put(n, b.stripeCap)
-			if n -= put; n == 0 {
-				return
-			}
+		if n -= b.putStripes(sp, n, &seen); n == 0 {
+			return
 		}
 		if n -= b.putCentral(n); n == 0 {
 			return
@@ -295,19 +289,24 @@ func (sp *tokenStripes) unchangedSince(seen *[spreadShards]uint64) bool {
 	return true
 }
 
-// testHookStripeLook, if set by a test, runs before a give-back that
-// found its stripe full looks at stripe i.
+// testHookStripeLook, if set by a test, runs before a give-back looks at
+// stripe i for room.
 var testHookStripeLook func(sp *tokenStripes, i int)
 
-// putStripes gives up to n tokens to the stripes with room, and returns
-// how many it gave.
-func (b *TokenBucket) putStripes(sp *tokenStripes, n int64) int64 {
+// putStripes gives up to n tokens to the stripes with room, in order, and
+// returns how many it gave; seen holds the word it left each stripe it
+// looked at with, or found full (all of them, unless it gave all n).
+func (b *TokenBucket) putStripes(sp *tokenStripes, n int64, seen *[spreadShards]uint64) int64 {
 	given := int64(0)
 	for i := range sp.parts {
 		if given == n {
 			break
 		}
-		k, _, _ := sp.parts[i].put(n-given, b.stripeCap)
+		if testHookStripeLook != nil {
+			testHookStripeLook(sp, i)
+		}
+		var k int64
+		k, seen[i], _ = sp.parts[i].put(n-given, b.stripeCap)
 		given += k
 	}
 	return given
