@@ -532,11 +532,7 @@ func (l *RateLimiter) Assign(a Assignment) error {
 		case !a.NextSend.IsZero():
 			l.setTokens(now, -owed)
 		case started && a.Phase > 0:
-			// The phase: as if the last token had gone a part of a token
-			// period ago. (The bucket counts from its last update, which
-			// this moves back; it holds the part at now.)
-			ago := time.Duration(a.Phase / a.Rate * float64(time.Second))
-			l.bucket.SetLimitAt(now.Add(-ago), rate.Limit(l.fillRate))
+			l.setTokens(now, a.Phase) // the bucket started empty
 		}
 		return nil
 	}
@@ -702,7 +698,8 @@ const maxBurst = math.MaxInt32
 // them), or its burst if x is more; x is at least -maxBurst. The bucket
 // has no setter of its tokens: the tokens owed are reserved, whole, and
 // the part of a token beyond them is earned by moving its last update back
-// (as for the phase). l.mu must be held.
+// (the bucket counts from it). It sets an assignment's phase too. l.mu
+// must be held.
 func (l *RateLimiter) setTokens(now time.Time, x float64) {
 	x = min(x, float64(l.burst))
 	b, limit := &l.bucket, rate.Limit(l.fillRate)
