@@ -337,7 +337,7 @@ func (f *Fleet) fallBackLocked(now time.Time, wasExact bool) {
 		}
 		share, until = f.cfg.rate*(1-f.cfg.headroom), now
 	}
-	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share), Phase: f.phaseAt(now, share)}
+	a := retry.Assignment{Rate: share, Until: until, Burst: localBurst(share)}
 	if f.ls.demand < share {
 		// A process that sends less than its share has no place on the
 		// fleet's grid to keep (see below): a burst of one keeps its sends
@@ -346,6 +346,8 @@ func (f *Fleet) fallBackLocked(now time.Time, wasExact bool) {
 	}
 	if wasExact {
 		a.NextSend = f.nextSlot(now.Add(time.Duration(f.lead.Load())), share)
+	} else {
+		a.Phase = f.phaseAt(now, share)
 	}
 	if f.cfg.rate > 0 {
 		a.Ceiling = share
