@@ -126,10 +126,11 @@ func scopeKey(name string) string {
 // string comparison and two atomic loads, or a few more; all scopes are in
 // a sync.Map, where a name in neither of its slots is found. Each creation
 // of a scope starts a new epoch, and a use stamps the scope with the epoch
-// (a write at most once per scope and epoch). Creating a scope takes a lock and,
-// when the cache is full, forgets the scope with the oldest stamp among
-// the next evictionWindow scopes in creation order, from where the last
-// eviction left off: in a cache of at most evictionWindow scopes, that is
+// (a write at most once per scope and epoch). Creating a scope takes a
+// lock and, when the cache is full, forgets the scope with the oldest
+// stamp among the next evictionWindow scopes in creation order, from where
+// the last eviction left off: in a cache of at most evictionWindow scopes,
+// that is
 // the least recently used one, to the precision of an epoch (of scopes
 // last used in the same epoch, the first created goes); in a larger one,
 // an approximation that costs a constant time. A forgotten hot scope is
