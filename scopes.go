@@ -130,10 +130,9 @@ func scopeKey(name string) string {
 // lock and, when the cache is full, forgets the scope with the oldest
 // stamp among the next evictionWindow scopes in creation order, from where
 // the last eviction left off: in a cache of at most evictionWindow scopes,
-// that is
-// the least recently used one, to the precision of an epoch (of scopes
-// last used in the same epoch, the first created goes); in a larger one,
-// an approximation that costs a constant time. A forgotten hot scope is
+// that is the least recently used one, to the precision of an epoch (of
+// scopes last used in the same epoch, the first created goes); in a larger
+// one, an approximation that costs a constant time. A forgotten hot scope is
 // told from a live one by its stamp: forgetting it started a new epoch.
 type scopeCache struct {
 	newState func(name string) *scopeState
