@@ -128,6 +128,21 @@ const maxRateFactor = 2
 //     the share fell with its own rate when the fleet cuts together; a
 //     client that is under a quarter of the load, alone in cutting, would
 //     take the fleet's congestion for load-independent throttling.
+//   - Both at once. A client that overloads a service that also throttles
+//     a hot key sees the share fall at half the rate, but to a share
+//     significantly above what congestion from it alone would leave (and
+//     above the tolerance). The test then moves on to a quarter of the
+//     rate (if the client still sends 5 attempts a second there): a share
+//     still that far above congestion's there does not depend on the
+//     load. The limiter learns it from the attempts at a quarter of the
+//     rate alone, goes back to half, and from then on cuts only for the
+//     share above it. Whenever it limits the client to a quarter of the
+//     rate or less again, it learns the share anew, every 40 attempts. A
+//     test that cannot decide in 8 s takes the throttles for congestion
+//     and tests again at the next cut. A learned share is an estimate
+//     from a few hundred attempts at most, so the cut's threshold counts
+//     its variance beside the evidence's: with the share learned on m
+//     attempts, 2*sqrt(p*n + p*(1-p)*n*n/m).
 //   - Block. When the service admits nothing (the last two windows hold
 //     10 attempts or more and every one was throttled: a service that
 //     throttles from the first attempt, an account over its quota), the

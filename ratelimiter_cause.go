@@ -43,6 +43,12 @@ const (
 // depend on the load stays where it was. In the second case the limiter
 // learns the share, tolerates it from then on, and goes back to the rate
 // in use before the cut.
+//
+// Both may hold at once: a client that overloads a service that also
+// throttles a hot key. The share then falls at half the rate, but to one
+// significantly above what congestion from this client alone would leave;
+// the test moves on to a quarter of the rate (second), and a share still
+// that far above congestion's there does not depend on the load.
 type causeTest struct {
 	running bool
 	again   bool        // a cut that could not start a test: start at the next, back to resume
@@ -53,6 +59,11 @@ type causeTest struct {
 	half    float64     // half the rate sent before the cut
 	low     windowCount // the attempts sent at about half that rate
 	lowWins int         // the windows in low
+	// beforeWins is how many windows before spans: the cut's evidence,
+	// or the windows at half the rate once the test has moved to a
+	// quarter (second).
+	beforeWins int
+	second     bool // the test has moved on to a quarter of the rate
 }
 
 // consider starts a test on a cut, if the cut is from the rate the client
@@ -64,11 +75,11 @@ type causeTest struct {
 // testMaxShare, starts a test at the next cut instead (within testWindows
 // windows), which goes back to the rate before this one. l.mu must be
 // held.
-func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence windowCount, back float64) float64 {
+func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence windowCount, windows int, back float64) float64 {
 	if t.again && now.Sub(t.againAt) > testWindows*l.cfg.window {
 		t.again = false
 	}
-	half := float64(evidence.attempts) / (evidenceWindows * l.cfg.window.Seconds()) / 2
+	half := float64(evidence.attempts) / (float64(windows) * l.cfg.window.Seconds()) / 2
 	if !t.running && (free || t.again) && half*testWindows*l.cfg.window.Seconds() >= 2*testAttempts {
 		switch {
 		case evidence.attempts < testAttempts || evidence.share() > testMaxShare:
@@ -76,9 +87,9 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 				*t = causeTest{again: true, againAt: now, resume: back}
 			}
 		case t.again:
-			*t = causeTest{running: true, before: evidence, resume: t.resume, half: half}
+			*t = causeTest{running: true, before: evidence, beforeWins: windows, resume: t.resume, half: half}
 		default:
-			*t = causeTest{running: true, before: evidence, resume: back, half: half}
+			*t = causeTest{running: true, before: evidence, beforeWins: windows, resume: back, half: half}
 		}
 	}
 	if !t.running {
@@ -87,13 +98,16 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 	return t.half
 }
 
-// run counts w, the window that closed, towards the test if the client
-// sent at about half the rate in it, and decides when it can: congestion,
-// and the test ends; or independent of the load, and the limiter learns
-// the share into learned and goes back to the rate in use before the
-// test's cut. It reports whether it holds the rate at half, or has just
-// restored it: no cut is decided on the window. l.mu must be held.
-func (t *causeTest) run(l *RateLimiter, now time.Time, w windowCount, learned *float64) bool {
+// run counts the window that closed last towards the test if the client
+// sent at about half the rate in it (a quarter, in the second part), and
+// decides when it can: congestion, and the test ends; a share above what
+// congestion would leave, and the test moves on to a quarter of the rate;
+// or independent of the load, and the limiter learns the share into s and
+// goes back to the rate in use before the test's cut (half the rate, from
+// a quarter). It reports whether it holds the rate, or has just restored
+// it: no cut is decided on the window. l.mu must be held.
+func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
+	w := s.recent[s.fresh-1]
 	t.windows++
 	atHalf := l.fillRate <= t.half*(1+testSlack) && float64(w.attempts) <= t.half*(1+testSlack)*l.cfg.window.Seconds()
 	if atHalf {
@@ -106,25 +120,99 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, w windowCount, learned *f
 	z := (f - t.low.share()) / math.Sqrt(max(f*(1-f), 1e-9)*(1/n1+1/max(n2, 1)))
 	// Congestion would leave the service admitting as many attempts a
 	// second as before the cut, and so this share at the rate sent since.
-	sentBefore := n1 / (evidenceWindows * l.cfg.window.Seconds())
+	sentBefore := n1 / (float64(t.beforeWins) * l.cfg.window.Seconds())
 	sentSince := n2 / (float64(max(t.lowWins, 1)) * l.cfg.window.Seconds())
 	congested := max(1-(1-f)*sentBefore/max(sentSince, math.SmallestNonzeroFloat64), 0)
 	stayed := t.low.share() >= f-(f-congested)*testFall
+	if t.second {
+		// At a quarter of the rate: a share still above what congestion
+		// from this client alone would leave does not depend on the
+		// load, and is learned from these attempts alone (those at half
+		// the rate may hold some congestion).
+		switch {
+		case n2 >= 2*testAttempts && t.lowWins >= 2*evidenceWindows,
+			n2 >= testAttempts && t.windows >= testWindows:
+			if t.low.share() <= l.cfg.tolerance || !t.leftOver(congested) {
+				return t.congestion(l, now)
+			}
+			t.running = false
+			s.learn(t.low, t.half)
+			restore(l, now, t.resume)
+			return true
+		case t.windows >= testWindows:
+			return t.congestion(l, now)
+		}
+		return atHalf
+	}
 	switch {
 	case n2 >= testAttempts/2 && z > significance:
-		t.running = false // congestion: the share fell with the rate
-		return false
+		// The share fell with the rate: congestion. If it fell to a
+		// share well above what congestion from this client alone
+		// would leave, part of it may not depend on the load: a
+		// client that overloads a service that also throttles a hot
+		// key. Test that part at half the rate again.
+		if t.low.share() > l.cfg.tolerance && t.canHalve(l) {
+			if t.leftOver(congested) {
+				t.halve(l, now)
+				return true
+			}
+			if n2 < 2*testAttempts {
+				return atHalf // too few attempts to tell yet
+			}
+		}
+		return t.congestion(l, now)
 	case stayed && n2 >= 2*testAttempts && t.lowWins >= 2*evidenceWindows,
 		stayed && n2 >= testAttempts && t.windows >= testWindows:
 		t.running = false
-		*learned = windowCount{t.before.attempts + t.low.attempts, t.before.throttles + t.low.throttles}.share()
+		s.learn(windowCount{t.before.attempts + t.low.attempts, t.before.throttles + t.low.throttles}, t.half)
 		restore(l, now, t.resume)
 		return true
 	case t.windows >= testWindows:
-		t.running = false // no answer: take it for congestion
+		// No answer: take it for congestion, and test again at the
+		// next cut.
+		*t = causeTest{again: true, againAt: now, resume: t.resume}
 		return false
 	}
 	return atHalf
+}
+
+// congestion ends the test with the verdict that the throttles come from
+// congestion. A test at a quarter of the rate goes back to half, where the
+// share was above what congestion alone would leave; it reports whether it
+// did so. l.mu must be held.
+func (t *causeTest) congestion(l *RateLimiter, now time.Time) bool {
+	t.running = false
+	if !t.second {
+		return false
+	}
+	restore(l, now, t.resume)
+	return true
+}
+
+// leftOver reports whether the share in low is significantly above
+// congested, the share congestion from this client alone would leave.
+func (t *causeTest) leftOver(congested float64) bool {
+	p, n := t.low.share(), float64(t.low.attempts)
+	return (p-congested)/math.Sqrt(max(p*(1-p), 1e-9)/n) > significance
+}
+
+// canHalve reports whether the client sends enough to test at half of
+// half the rate sent before the cut.
+func (t *causeTest) canHalve(l *RateLimiter) bool {
+	return t.half/2*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
+}
+
+// halve moves the test on to half of half the rate sent before its cut,
+// with the attempts at half the rate as its evidence before, and half the
+// rate as the rate to go back to. l.mu must be held.
+func (t *causeTest) halve(l *RateLimiter, now time.Time) {
+	t.before, t.beforeWins = t.low, t.lowWins
+	t.low, t.lowWins, t.windows = windowCount{}, 0, 0
+	t.resume = t.half
+	t.half /= 2
+	t.second = true
+	l.restart(now, t.half)
+	l.setBurst(now, 0)
 }
 
 // restore restarts the growth curve from rate r, or, with r = 0, stops

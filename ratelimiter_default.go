@@ -40,7 +40,15 @@ type shareState struct {
 	recent [learnWindows]windowCount // the last closed windows, oldest first
 	fresh  int                       // how many of recent hold counts
 
-	learned float64 // the load-independent throttled share
+	// learned holds the attempts on which the load-independent throttled
+	// share was learned.
+	learned windowCount
+	// quiet is the rate at which a test last found the throttled share
+	// independent of the load (0: none did). While the limiter allows
+	// about that rate or less, the share is learned anew from the windows
+	// counted in quietCount.
+	quiet      float64
+	quietCount windowCount
 
 	// blocked: the service admitted none of the recent attempts; the
 	// next accepted attempt goes back to the rate in use before, which
@@ -119,7 +127,13 @@ func (a *excessShare) foldUncounted(l *RateLimiter) {
 func (a *excessShare) resume(l *RateLimiter, t time.Time, rate float64) { l.restart(t, rate) }
 
 // learnedShare returns the load-independent share learned.
-func (a *excessShare) learnedShare() float64 { return a.share.learned }
+func (a *excessShare) learnedShare() float64 { return a.share.learned.share() }
+
+// learn takes the share of c for the load-independent share, which a test
+// found at the rate quiet.
+func (s *shareState) learn(c windowCount, quiet float64) {
+	s.learned, s.quiet, s.quietCount = c, quiet, windowCount{}
+}
 
 // push adds a closed window to the recent ones, dropping the oldest when
 // they are full.
@@ -176,25 +190,45 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 		a.block(l, now, back)
 		return
 	}
-	if s.test.running && s.test.run(l, now, s.recent[s.fresh-1], &s.learned) {
+	if s.test.running && s.test.run(l, now, s) {
 		return
 	}
-	p := s.learned
+	p, known := s.learned.share(), s.learned
 	if free {
 		// A small share is not congestion this client causes: learn it.
 		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
-			s.learned = c.share()
+			s.learned = c
 		}
-		p = max(s.learned, l.cfg.tolerance)
+		p, known = s.learned.share(), s.learned
+		if p <= l.cfg.tolerance {
+			p, known = l.cfg.tolerance, windowCount{}
+		}
+	} else if s.quiet > 0 && base <= s.quiet*(1+testSlack) {
+		// At the rate where a test found the share independent of the
+		// load, or below: whatever is throttled there is that share.
+		w := s.recent[s.fresh-1]
+		s.quietCount.attempts += w.attempts
+		s.quietCount.throttles += w.throttles
+		if s.quietCount.attempts >= learnAttempts {
+			s.learn(s.quietCount, s.quiet)
+			p, known = s.learned.share(), s.learned
+		}
 	}
-	pn := p * float64(evidence.attempts)
-	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(pn) {
+	n := float64(evidence.attempts)
+	pn := p * n
+	// The variance of the throttles expected: the evidence's own, and
+	// that of the learned share, measured on known.attempts attempts.
+	v := pn
+	if known.attempts > 0 {
+		v += p * (1 - p) / float64(known.attempts) * n * n
+	}
+	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(v) {
 		return
 	}
 	cut := base * max(1-(evidence.share()-p), l.cfg.beta)
 	// A test of the throttles' cause keeps the rate at half the rate
 	// sent before its cut or more.
-	if floor := s.test.consider(l, now, free, evidence, back); floor > 0 {
+	if floor := s.test.consider(l, now, free, evidence, min(evidenceWindows, s.fresh), back); floor > 0 {
 		if base <= floor {
 			return
 		}

@@ -929,4 +929,33 @@ func TestRateLimiterCauseTest(t *testing.T) {
 			t.Errorf("congestion at 2x: learned %.3f, sent %d in the last 5 s (want about 0, <= %.0f): %+v", s.LearnedShare, sent, 1.3*20*5, s)
 		}
 	})
+	t.Run("both", func(t *testing.T) {
+		// A server that throttles every 4th attempt whatever the load,
+		// and admits at most 20 a second of the rest by a token bucket
+		// of 2: the client wants 4 times what it admits. At half the
+		// rate the share falls, to 25%, which is more than congestion
+		// from the client alone would leave (none): at a quarter it
+		// stays there, and the limiter learns it, instead of cutting for
+		// it down to its minimum rate. It then sends at about the rate
+		// that gets 20 a second admitted, 20/0.75.
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+		tokens, last, n := 2.0, time.Duration(0), 0
+		const ideal = 20 / 0.75
+		sent := sendAgainst(l, clock, 4*ideal, 60*time.Second, func(now time.Duration) bool {
+			tokens = min(tokens+20*(now-last).Seconds(), 2)
+			last = now
+			if n++; n%4 == 0 || tokens < 1 {
+				return true
+			}
+			tokens--
+			return false
+		})
+		s := l.Stats()
+		t.Logf("learned %.3f, sent %d in the last 5 s", s.LearnedShare, sent)
+		if math.Abs(s.LearnedShare-0.25) > 0.1 || float64(sent) < 0.8*ideal*5 || float64(sent) > 1.5*ideal*5 {
+			t.Errorf("25%% throttled whatever the rate, and overloaded 4x: learned %.3f, sent %d in the last 5 s (want about 0.25, %.0f to %.0f): %+v",
+				s.LearnedShare, sent, 0.8*ideal*5, 1.5*ideal*5, s)
+		}
+	})
 }
