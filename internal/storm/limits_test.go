@@ -12,9 +12,9 @@ import (
 // TestLimits runs the limits table over seeds 1-5 and checks, for the
 // adaptive mode, the targets it meets on every seed, and that the table's
 // fixed-rate sender and frontier are what they claim to be. The targets it
-// misses (small clients, fairness, the mixed fleet, load-independent shares
-// of 10% and 50% on one seed, the many-tiny fleet's frontier, a hot key on
-// top of overload) are in the README with their figures; most have a guard
+// misses (small clients, fairness, the mixed fleet, the many-tiny fleet's
+// frontier, a hot key on top of overload on two seeds, the step on one)
+// are in the README with their figures; most have a guard
 // here at today's figure, so that a change that makes one worse fails.
 func TestLimits(t *testing.T) {
 	scs := storm.LimitScenarios()
@@ -66,6 +66,14 @@ func TestLimits(t *testing.T) {
 		}
 	}
 
+	// Target 4, throttles that do not depend on the load, 10% to 50%:
+	// at least 95% of standard mode's completions, on every seed.
+	for _, name := range []string{"share-10", "share-25", "share-50"} {
+		if a := get(name, adaptive); a.VsStandard[0] < 0.95 {
+			t.Errorf("%s: adaptive completed %v of standard's, want >= 95%%", name, a.VsStandard)
+		}
+	}
+
 	// Target 7, held: on the limits' token-bucket server with network
 	// latency, one client's steps and throttled start keep goodput.
 	for _, name := range []string{"step", "throttled-start"} {
@@ -89,13 +97,13 @@ func TestLimits(t *testing.T) {
 		{"fair-10x", "fairness", func(s storm.LimitSummary) float64 { return s.Fairness[0] }, 0.1, true},
 		{"fair-3x", "throttled", func(s storm.LimitSummary) float64 { return s.Throttled[1] }, 0.07, false},
 		{"fair-10x", "throttled", func(s storm.LimitSummary) float64 { return s.Throttled[1] }, 0.14, false},
-		// Target 4: 95% of standard's completions. Today 91.1-99.7% at
-		// 10%, 95.7-98.7% at 25%, 93.2-97.6% at 50% (before the test of
-		// the throttles' cause: 87.8-99.7%, 3-4%, 2-3%).
-		{"share-10", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.9, true},
-		{"share-25", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.93, true},
-		{"share-50", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.9, true},
-		// Target 6: back within 5 s. Today 2.3-6.2 s.
+		// Target 4 on top of overload: 95% of standard's completions.
+		// Today 89.5-98.3% (before the test at a quarter of the rate:
+		// 2.9-3.3%, the rate cut for the hot key's share down to the
+		// minimum).
+		{"share-25-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
+		// Target 6: back within 5 s. Today 0.0-5.3 s: the heal finds the
+		// rate anywhere on its cycle of cuts and growth.
 		{"step", "recovery (s)", func(s storm.LimitSummary) float64 { return s.Recovery[1] }, 7, false},
 	}
 	for _, g := range guards {
