@@ -929,6 +929,47 @@ func TestRateLimiterCauseTest(t *testing.T) {
 			t.Errorf("congestion at 2x: learned %.3f, sent %d in the last 5 s (want about 0, <= %.0f): %+v", s.LearnedShare, sent, 1.3*20*5, s)
 		}
 	})
+	t.Run("from the first window", func(t *testing.T) {
+		// A cut at the first window, on 0.5 s of evidence (30 attempts):
+		// the test holds half of what the client sent in that half
+		// second, 30 a second, however many throttles follow (every
+		// other attempt).
+		const sent = 60.0
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+		n := 0
+		sendAgainst(l, clock, sent, 2*time.Second, func(time.Duration) bool { n++; return n%2 == 0 })
+		if s := l.Stats(); s.FillRate < sent/2 {
+			t.Errorf("the test of a cut at the first window let the rate fall to %.1f, below half the %.0f sent: %+v", s.FillRate, sent, s)
+		}
+	})
+	t.Run("no answer", func(t *testing.T) {
+		// Half a second of 60% throttled cuts and starts a test; from
+		// then on 15% are throttled whatever the rate, a fall at half the
+		// rate too small to be congestion's, too large to be no fall at
+		// all: the test ends without an answer after 8 s, and takes the
+		// throttles for congestion. The next cut tests again, from the
+		// rate it cut, and finds the 15% independent of the load (had it
+		// not, the cuts would follow the 15% down to the minimum rate).
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+		n := 0
+		sent := sendAgainst(l, clock, demand, 40*time.Second, func(now time.Duration) bool {
+			n++
+			switch {
+			case now < 2*time.Second:
+				return false
+			case now < 2500*time.Millisecond:
+				return n%20 < 12
+			}
+			return n%20 < 3
+		})
+		s := l.Stats()
+		if math.Abs(s.LearnedShare-0.15) > 0.05 || float64(sent) < 0.9*demand*5 {
+			t.Errorf("15%% throttled whatever the rate after a test without an answer: learned %.3f, sent %d in the last 5 s (want about 0.15, >= %.0f): %+v",
+				s.LearnedShare, sent, 0.9*demand*5, s)
+		}
+	})
 	t.Run("both", func(t *testing.T) {
 		// A server that throttles every 4th attempt whatever the load,
 		// and admits at most 20 a second of the rest by a token bucket
@@ -952,7 +993,6 @@ func TestRateLimiterCauseTest(t *testing.T) {
 			return false
 		})
 		s := l.Stats()
-		t.Logf("learned %.3f, sent %d in the last 5 s", s.LearnedShare, sent)
 		if math.Abs(s.LearnedShare-0.25) > 0.1 || float64(sent) < 0.8*ideal*5 || float64(sent) > 1.5*ideal*5 {
 			t.Errorf("25%% throttled whatever the rate, and overloaded 4x: learned %.3f, sent %d in the last 5 s (want about 0.25, %.0f to %.0f): %+v",
 				s.LearnedShare, sent, 0.8*ideal*5, 1.5*ideal*5, s)
