@@ -116,14 +116,11 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		t.lowWins++
 	}
 	f, n1, n2 := t.before.share(), float64(t.before.attempts), float64(t.low.attempts)
-	// How many standard errors the share fell by at about half the rate.
-	z := (f - t.low.share()) / math.Sqrt(max(f*(1-f), 1e-9)*(1/n1+1/max(n2, 1)))
 	// Congestion would leave the service admitting as many attempts a
 	// second as before the cut, and so this share at the rate sent since.
 	sentBefore := n1 / (float64(t.beforeWins) * l.cfg.window.Seconds())
 	sentSince := n2 / (float64(max(t.lowWins, 1)) * l.cfg.window.Seconds())
 	congested := max(1-(1-f)*sentBefore/max(sentSince, math.SmallestNonzeroFloat64), 0)
-	stayed := t.low.share() >= f-(f-congested)*testFall
 	if t.second {
 		// At a quarter of the rate: a share still above what congestion
 		// from this client alone would leave does not depend on the
@@ -144,6 +141,9 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		}
 		return atHalf
 	}
+	// How many standard errors the share fell by at about half the rate.
+	z := (f - t.low.share()) / math.Sqrt(max(f*(1-f), 1e-9)*(1/n1+1/max(n2, 1)))
+	stayed := t.low.share() >= f-(f-congested)*testFall
 	switch {
 	case n2 >= testAttempts/2 && z > significance:
 		// The share fell with the rate: congestion. If it fell to a

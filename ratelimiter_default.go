@@ -130,7 +130,7 @@ func (a *excessShare) resume(l *RateLimiter, t time.Time, rate float64) { l.rest
 func (a *excessShare) learnedShare() float64 { return a.share.learned.share() }
 
 // learn takes the share of c for the load-independent share, which a test
-// found at the rate quiet.
+// found at the rate quiet (0: learned without a test).
 func (s *shareState) learn(c windowCount, quiet float64) {
 	s.learned, s.quiet, s.quietCount = c, quiet, windowCount{}
 }
@@ -197,7 +197,7 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	if free {
 		// A small share is not congestion this client causes: learn it.
 		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
-			s.learned = c
+			s.learn(c, 0)
 		}
 		p, known = s.learned.share(), s.learned
 		if p <= l.cfg.tolerance {
