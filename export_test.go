@@ -6,3 +6,10 @@ package retry
 func WithAbsoluteGrowth(g float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.absGrowth = g })
 }
+
+// WithAttemptClock counts the default algorithm's growth curve's time in
+// the client's own attempts as well, a attempts for a second, for the
+// measurement in growth_tradeoff_test.go.
+func WithAttemptClock(a float64) RateLimiterOption {
+	return limiterOption(func(c *limiterConfig) { c.attemptClock = a })
+}

@@ -237,6 +237,8 @@ type RateLimiter struct {
 	// estimate W.
 	lastMaxRate  float64
 	lastThrottle time.Time // when the curve last started; start before the first
+	// lastAttempts is total.attempts when the curve last started.
+	lastAttempts int
 	fillRate     float64
 	capacity     float64
 	burst        int // the bucket's burst: floor(capacity), or 0 just after a cut emptied it
@@ -670,6 +672,7 @@ func (l *RateLimiter) measure(now time.Time) int {
 func (l *RateLimiter) restart(now time.Time, r float64) {
 	l.lastMaxRate = r
 	l.lastThrottle = now
+	l.lastAttempts = l.total.attempts
 	l.enabled.Store(true)
 }
 

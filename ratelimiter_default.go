@@ -277,5 +277,8 @@ func (a *excessShare) rate(l *RateLimiter, now time.Time) float64 {
 		return ceiling
 	}
 	t := now.Sub(l.lastThrottle).Seconds()
+	if a := l.cfg.attemptClock; a > 0 {
+		t = min(t, float64(l.total.attempts-l.lastAttempts)/a)
+	}
 	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t)+l.cfg.absGrowth*t*t*t, ceiling)
 }

@@ -29,6 +29,12 @@ type limiterConfig struct {
 	// client's rate. Only tests set it (growth_tradeoff_test.go measures
 	// what it does: it is not worth an option).
 	absGrowth float64
+	// attemptClock, if above 0, counts the growth curve's time in the
+	// client's own attempts as well: t is the lesser of the seconds since
+	// the cut and the attempts since it over attemptClock, so that a
+	// client sending fewer than attemptClock attempts a second grows more
+	// slowly. Only tests set it (growth_tradeoff_test.go measures it).
+	attemptClock float64
 }
 
 // limiterDefaults returns the configuration of the default algorithm, or
