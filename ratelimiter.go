@@ -136,12 +136,13 @@ const maxRateFactor = 2
 //     still that far above congestion's there does not depend on the
 //     load. The limiter learns it from the attempts at a quarter of the
 //     rate alone, goes back to half, and from then on cuts only for the
-//     share above it. Whenever it limits the client to a quarter of the
-//     rate or less again, it learns the share anew, every 40 attempts. A
-//     test that cannot decide in 8 s takes the throttles for congestion
-//     and tests again at the next cut. A learned share is an estimate
-//     from a few hundred attempts at most, so the cut's threshold counts
-//     its variance beside the evidence's: with the share learned on m
+//     share above it. Whenever it limits the client to the rate at which
+//     a test learned the share (half or a quarter of the rate before its
+//     cut), or less, it learns the share anew, every 40 attempts. A test
+//     that cannot decide in 8 s takes the throttles for congestion and
+//     tests again at the next cut. A learned share is an estimate from a
+//     few hundred attempts at most, so the cut's threshold counts its
+//     variance beside the evidence's: with the share learned on m
 //     attempts, 2*sqrt(p*n + p*(1-p)*n*n/m).
 //   - Block. When the service admits nothing (the last two windows hold
 //     10 attempts or more and every one was throttled: a service that
