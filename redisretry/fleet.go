@@ -57,12 +57,20 @@
 // them) were throttled, the fleet takes the rate the service accepted as
 // its estimate w of the service's rate (after the first time, at least 80%
 // of the rate in use), restarts at 90% of w, and grows along a cubic
-// curve centred on w, as TCP CUBIC does: back to w in about 6 s, slowly
+// curve centred on w, as TCP CUBIC does: back to w in about 10 s, slowly
 // near it, then faster beyond it, to find a rate that has risen
-// (w(1 + 0.0004(t-6.3)³), t seconds after the cut). It cuts at most once
+// (w(1 + 0.0001(t-10)³), t seconds after the cut). It cuts at most once
 // in three intervals plus, with exact admission, the maximum wait: the
 // counts just after a cut still hold attempts sent before it. The learned
 // rate never falls below 0.1 a second.
+//
+// Under exact admission the first throttles do not set w: sends that
+// arrive at random are throttled well below the rate of a service that
+// holds little burst (one holding a single token at 5 a second accepts
+// about 2 a second of them), so what it accepted says little about its
+// rate. The fleet first spaces its sends at the rate it sent, and cuts on
+// what the service accepts of those once the cooldown is over; if it then
+// throttles too few to cut, the rate sent is w.
 //
 // # The retry budget
 //

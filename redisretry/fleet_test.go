@@ -213,7 +213,7 @@ func TestLearnedCapacity(t *testing.T) {
 	assert.InDelta(t, learnStart*w, capacity, 1e-6, "the first cut: 90% of the accepted rate")
 	assert.InDelta(t, capacity, a.Stats().Share, 1e-6)
 	// 2 throttles in 100 are within the tolerance: no cut. The capacity
-	// grows along the cubic curve: back to the estimate in about 6 s.
+	// grows along the cubic curve: back to the estimate in about 10 s.
 	k := math.Cbrt((1 - learnStart) / learnGrowth)
 	for i := 1; i <= 10; i++ {
 		clock.Advance(time.Second)
@@ -221,6 +221,59 @@ func TestLearnedCapacity(t *testing.T) {
 		require.NoError(t, a.refresh(ctx))
 		x := float64(i) - k
 		assert.InDelta(t, w*(1+learnGrowth*x*x*x), a.Stats().Capacity, 1e-6, "%d s after the cut", i)
+	}
+}
+
+// Under exact admission, the first throttles do not set the estimate:
+// sends that arrive at random are throttled well below the rate of a
+// service that holds little burst. The fleet spaces its sends at the rate
+// it sent, and after the cooldown cuts on what the service accepted of
+// them; if it throttled too few to cut, the rate sent is the estimate,
+// and the curve grows past it.
+func TestLearnedCapacitySpacesFirst(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		throttled func(i int) bool // after the first throttles
+		want      float64          // the capacity once the cooldown is over
+	}{
+		// Spaced, a service of 5 a second admits 5 of the 20: 90% of 5.
+		{"cut", func(i int) bool { return i%4 != 0 }, learnStart * 5},
+		{"no cut", nil, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newVClock()
+			a := newTestFleet(t, rdb, "learn-spaced-"+strings.ReplaceAll(tc.name, " ", "-"), clock, WithMember("a"))
+			require.Greater(t, float64(DefaultExactBelow), 20.0)
+			for range 3 {
+				clock.Advance(time.Second)
+				attempts(a, 20, nil)
+				require.NoError(t, a.refresh(ctx))
+			}
+			require.True(t, math.IsInf(a.Stats().Capacity, 1), "no limit before a throttle: %+v", a.Stats())
+			// 20 attempts a second, 12 throttled: the rate accepted, 8,
+			// is not the estimate; the sends are spaced at the 20 sent.
+			clock.Advance(time.Second)
+			attempts(a, 20, func(i int) bool { return i%5 < 3 })
+			require.NoError(t, a.refresh(ctx))
+			assert.InDelta(t, 20, a.Stats().Capacity, 1e-6, "spaced at the rate sent")
+			cooldown := a.cooldown()
+			for at := time.Second; at <= cooldown; at += time.Second {
+				clock.Advance(time.Second)
+				attempts(a, 20, tc.throttled)
+				require.NoError(t, a.refresh(ctx))
+				if at < cooldown {
+					assert.InDelta(t, 20, a.Stats().Capacity, 1e-6, "%v after: within the cooldown", at)
+				}
+			}
+			assert.InDelta(t, tc.want, a.Stats().Capacity, 1e-6, "after the cooldown")
+			clock.Advance(time.Second)
+			attempts(a, 20, nil)
+			require.NoError(t, a.refresh(ctx))
+			assert.Greater(t, a.Stats().Capacity, tc.want, "the curve grows")
+		})
 	}
 }
 

@@ -228,6 +228,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		fmtFloat(learnBeta), fmtFloat(learnGrowth), fmtFloat(learnTolerance), f.scriptNow(),
 		fmtFloat(learnStart), f.cooldown().Microseconds(), fmtFloat(learnMinRate), learnEpochs,
 		learnMinAttempts, maxDivide, fmtFloat(wantMargin), fmtFloat(room),
+		fmtFloat(min(f.cfg.exactBelow, maxRate)),
 	}
 	res, err := refreshScript.Run(ctx, f.rdb, f.keys, args...).StringSlice()
 	var l lease

@@ -19,7 +19,9 @@
 -- it is decided on, ARGV[21] the largest fleet divided again when a
 -- member joins, ARGV[22] the margin in the members' wants (a want is what
 -- the member sends, times 1 + margin), ARGV[23] the most the shares held
--- may add up to (sends per second; 0: the capacity)
+-- may add up to (sends per second; 0: the capacity), ARGV[24] the rate
+-- up to which sends are admitted one by one in Redis (sends per second; 0:
+-- never)
 --
 -- Returns {share, grant, members, capacity, level, seq}, numbers as
 -- strings (share and capacity -1: no limit); seq numbers the members in the
@@ -53,6 +55,7 @@ local start, cooldown, minrate = arg(16, 0, 1), arg(17, 0, BIG), arg(18, 0, BIG)
 local epochs, minattempts = arg(19, 1, 1000), arg(20, 0, BIG)
 local maxdivide = arg(21, 0, BIG)
 local margin, most = arg(22, 0, 10), arg(23, 0, BIG)
+local exactbelow = arg(24, 0, BIG)
 
 -- room returns the most the shares held may add up to at capacity cap:
 -- the capacity and the members' margins, within the configured rate (most);
@@ -169,15 +172,32 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
     table.insert(evs, {ea, et, dur})
     local p = tolerance * sa
     if et > 0 and sa >= minattempts and st > p + 2 * math.sqrt(p) and (cap < 0 or now >= cut + cooldown) then
-      local accepted = (sa - st) / sd
-      if cap >= 0 then accepted = math.max(accepted, beta * math.min(cap, sent)) end
-      w = math.max(accepted, minrate)
-      cap = math.max(start * w, minrate)
+      if cap < 0 and sent >= minrate and sent <= exactbelow then
+        -- The first throttles. Sends that arrive at random are throttled
+        -- well below the rate of a service that holds little burst, so
+        -- the rate they got accepted says little about it; sends admitted
+        -- one by one, spaced, get its rate. Space the fleet's sends at
+        -- the rate it sent (w = 0: no estimate yet), and cut on what the
+        -- service accepts of them, after the cooldown.
+        cap, w = sent, 0
+      else
+        local accepted = (sa - st) / sd
+        if w > 0 then accepted = math.max(accepted, beta * math.min(cap, sent)) end
+        w = math.max(accepted, minrate)
+        cap = math.max(start * w, minrate)
+      end
       cut, evs = now, {}
     elseif cap >= 0 then
       local k = (((1 - start) / growth) ^ (1 / 3))
-      local t = (now - cut) / 1e6 - k
-      cap = math.min(math.max(w * (1 + growth * t * t * t), minrate), math.max(cap, 2 * sent), BIG)
+      if w == 0 and now >= cut + cooldown then
+        -- Spaced at the rate sent, the service throttled too few to
+        -- cut: that rate is the estimate, and the curve grows past it.
+        w, cut = cap, now - k * 1e6
+      end
+      if w > 0 then
+        local t = (now - cut) / 1e6 - k
+        cap = math.min(math.max(w * (1 + growth * t * t * t), minrate), math.max(cap, 2 * sent), BIG)
+      end
     end
   end
 
