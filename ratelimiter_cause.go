@@ -132,10 +132,7 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 			if t.low.share() <= l.cfg.tolerance || !t.leftOver(congested) {
 				return t.congestion(l, now)
 			}
-			t.running = false
-			s.learn(t.low, t.half)
-			restore(l, now, t.resume)
-			return true
+			return t.independent(l, now, s, t.low)
 		case t.windows >= testWindows:
 			return t.congestion(l, now)
 		}
@@ -163,10 +160,7 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		return t.congestion(l, now)
 	case stayed && n2 >= 2*testAttempts && t.lowWins >= 2*evidenceWindows,
 		stayed && n2 >= testAttempts && t.windows >= testWindows:
-		t.running = false
-		s.learn(windowCount{t.before.attempts + t.low.attempts, t.before.throttles + t.low.throttles}, t.half)
-		restore(l, now, t.resume)
-		return true
+		return t.independent(l, now, s, windowCount{t.before.attempts + t.low.attempts, t.before.throttles + t.low.throttles})
 	case t.windows >= testWindows:
 		// No answer: take it for congestion, and test again at the
 		// next cut.
@@ -174,6 +168,18 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		return false
 	}
 	return atHalf
+}
+
+// independent ends the test with the verdict that the throttles do not
+// depend on the load: the limiter learns the share of c, measured at the
+// rate the test holds, and goes back to the rate before the test's cut (or
+// to half, from a quarter). It reports that it restored the rate. l.mu must
+// be held.
+func (t *causeTest) independent(l *RateLimiter, now time.Time, s *shareState, c windowCount) bool {
+	t.running = false
+	s.learn(c, t.half)
+	restore(l, now, t.resume)
+	return true
 }
 
 // congestion ends the test with the verdict that the throttles come from
