@@ -277,6 +277,32 @@ func TestLearnedCapacitySpacesFirst(t *testing.T) {
 	}
 }
 
+// TestLearnedCapacitySlowFleet: a fleet that sends fewer attempts in the
+// last learnEpochs intervals than a cut is decided on (learnMinAttempts)
+// decides on as many intervals as hold them, up to learnMaxEpochs, so a
+// fleet of a few attempts a second still cuts when most are throttled.
+func TestLearnedCapacitySlowFleet(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	clock := newVClock()
+	a := newTestFleet(t, rdb, "learn-slow", clock, WithMember("a"), WithExactBelow(0))
+	require.Less(t, 3*learnEpochs, learnMinAttempts, "the last learnEpochs intervals hold too few attempts")
+	// 3 attempts a second, 2 of them throttled: the cut waits for 20
+	// attempts in all, 7 intervals (the first counts from the first
+	// refresh, so the seventh report completes them).
+	for i := 1; i <= 7; i++ {
+		clock.Advance(time.Second)
+		attempts(a, 3, func(i int) bool { return i < 2 })
+		require.NoError(t, a.refresh(ctx))
+		if i < 7 {
+			require.True(t, math.IsInf(a.Stats().Capacity, 1), "%d attempts: too few to decide on: %+v", 3*i, a.Stats())
+		}
+	}
+	// The evidence: 21 attempts, 7 accepted, in 6.5 s.
+	assert.InDelta(t, learnStart*7/6.5, a.Stats().Capacity, 1e-6, "the cut, on the seven intervals")
+}
+
 // TestRetryBudget: the fleet's retries are bounded by its ratio of first
 // attempts plus its floor, for the fleet as a whole.
 func TestRetryBudget(t *testing.T) {

@@ -76,6 +76,7 @@ const (
 	learnMinRate     = 0.1    // the least fleet rate learned, a second
 	learnEpochs      = 5      // the intervals of counts a cut is decided on
 	learnMinAttempts = 20     // the least attempts a cut is decided on
+	learnMaxEpochs   = 30     // the most intervals of counts a cut is decided on
 )
 
 // leaseState is what a Fleet knows of its lease. Fleet.mu guards it.
@@ -225,10 +226,10 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		f.cfg.member, fmtFloat(r.want), r.attempts, r.throttles, r.retries,
 		f.cfg.interval.Microseconds(), f.cfg.lease.Microseconds(), fmtFloat(capacity),
 		fmtFloat(f.cfg.ratio), fmtFloat(f.cfg.floor), f.cfg.window.Microseconds(),
-		fmtFloat(learnBeta), fmtFloat(learnGrowth), fmtFloat(learnTolerance), f.scriptNow(),
-		fmtFloat(learnStart), f.cooldown().Microseconds(), fmtFloat(learnMinRate), learnEpochs,
+		fmtFloat(learnBeta), fmtFloat(f.cfg.growth), fmtFloat(learnTolerance), f.scriptNow(),
+		fmtFloat(f.cfg.start), f.cooldown().Microseconds(), fmtFloat(learnMinRate), learnEpochs,
 		learnMinAttempts, maxDivide, fmtFloat(wantMargin), fmtFloat(room),
-		fmtFloat(min(f.cfg.exactBelow, maxRate)),
+		fmtFloat(min(f.cfg.exactBelow, maxRate)), learnMaxEpochs,
 	}
 	res, err := refreshScript.Run(ctx, f.rdb, f.keys, args...).StringSlice()
 	var l lease

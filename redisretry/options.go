@@ -66,6 +66,10 @@ type config struct {
 	onError      func(error)
 	strategyOpts []retry.AdaptiveOption
 	limiterOpts  []retry.RateLimiterOption
+
+	// The learning curve's constants (learnStart, learnGrowth): fields so
+	// that the tests can measure the trade-off they make.
+	start, growth float64
 }
 
 func defaults() config {
@@ -80,6 +84,8 @@ func defaults() config {
 		floor:        DefaultRetryFloor,
 		window:       DefaultRetryWindow,
 		prefix:       DefaultPrefix,
+		start:        learnStart,
+		growth:       learnGrowth,
 	}
 }
 

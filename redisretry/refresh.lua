@@ -21,7 +21,8 @@
 -- the member sends, times 1 + margin), ARGV[23] the most the shares held
 -- may add up to (sends per second; 0: the capacity), ARGV[24] the rate
 -- up to which sends are admitted one by one in Redis (sends per second; 0:
--- never)
+-- never), ARGV[25] the most epochs of counts a cut is decided on, when
+-- the last ARGV[19] hold fewer than ARGV[20] attempts
 --
 -- Returns {share, grant, members, capacity, level, seq}, numbers as
 -- strings (share and capacity -1: no limit); seq numbers the members in the
@@ -56,6 +57,7 @@ local epochs, minattempts = arg(19, 1, 1000), arg(20, 0, BIG)
 local maxdivide = arg(21, 0, BIG)
 local margin, most = arg(22, 0, 10), arg(23, 0, BIG)
 local exactbelow = arg(24, 0, BIG)
+local maxepochs = arg(25, epochs, 1000)
 
 -- room returns the most the shares held may add up to at capacity cap:
 -- the capacity and the members' margins, within the configured rate (most);
@@ -144,7 +146,9 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
 
   if ended then
   -- Learn the capacity from the fleet's counts, kept for the last few
-  -- epochs since the last cut: the evidence. When it holds enough
+  -- epochs since the last cut (further back while they hold fewer than
+  -- minattempts: a slow fleet's evidence spans more time, up to
+  -- maxepochs): the evidence. When it holds enough
   -- attempts and significantly more than the tolerated share of them were
   -- throttled, and the cooldown since the last cut is over (the counts
   -- just after a cut still hold attempts sent before it: each member
@@ -167,8 +171,13 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
         table.insert(evs, {a, t, d})
       end
     end
-    while #evs >= epochs do table.remove(evs, 1) end
-    for _, e in ipairs(evs) do sa, st, sd = sa + e[1], st + e[2], sd + e[3] end
+    while #evs >= maxepochs do table.remove(evs, 1) end
+    local spans = 1
+    for i = #evs, 1, -1 do
+      if spans >= epochs and sa >= minattempts then break end
+      sa, st, sd = sa + evs[i][1], st + evs[i][2], sd + evs[i][3]
+      spans = spans + 1
+    end
     table.insert(evs, {ea, et, dur})
     local p = tolerance * sa
     if et > 0 and sa >= minattempts and st > p + 2 * math.sqrt(p) and (cap < 0 or now >= cut + cooldown) then
