@@ -63,7 +63,11 @@
 // has risen (w(1 + 0.0001(t-10)³), t seconds after the cut). It cuts at
 // most once in three intervals plus, with exact admission, the maximum
 // wait: the counts just after a cut still hold attempts sent before it.
-// The learned rate never falls below 0.1 a second.
+// The learned rate never falls below 0.1 a second. Under exact admission,
+// once the curve is past w, the first throttle ends the probe: sends
+// spaced one by one are not throttled below the service's rate but for
+// the spread of latency, so one throttle there says the rate was found.
+// The fleet cuts, keeping w unless the throttles were significant.
 //
 // Under exact admission the first throttles do not set w: sends that
 // arrive at random are throttled well below the rate of a service that

@@ -277,6 +277,61 @@ func TestLearnedCapacitySpacesFirst(t *testing.T) {
 	}
 }
 
+// TestLearnedProbeEndsOnAThrottle: past its estimate, the learned rate
+// probes for a rate that has risen. Under exact admission the sends are
+// spaced, and the first throttle ends the probe: a cut back to 90% of the
+// estimate, which it keeps. With leases one throttle in a hundred attempts
+// is noise, and the probe goes on.
+func TestLearnedProbeEndsOnAThrottle(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		exact bool
+	}{{"exact", true}, {"leases", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newVClock()
+			opts := []Option{WithMember("a")}
+			if !tc.exact {
+				opts = append(opts, WithExactBelow(0))
+			}
+			a := newTestFleet(t, rdb, "learn-probe-"+tc.name, clock, opts...)
+			step := func(throttled func(i int) bool) {
+				clock.Advance(time.Second)
+				attempts(a, 20, throttled)
+				require.NoError(t, a.refresh(ctx))
+			}
+			for range 3 {
+				step(nil)
+			}
+			// A cut: under exact admission, first spaced at the 20 sent,
+			// then (nothing throttled after the cooldown) the estimate is
+			// 20; with leases the estimate is what was accepted.
+			step(func(i int) bool { return i%5 < 3 })
+			for range 8 {
+				step(nil)
+			}
+			w, err := rdb.HGet(ctx, a.keys[1], "w").Float64()
+			require.NoError(t, err)
+			if tc.exact {
+				require.InDelta(t, 20, w, 1e-6, "the estimate")
+			}
+			for i := 0; a.Stats().Capacity <= w; i++ {
+				require.Less(t, i, 30, "the curve never passes the estimate")
+				step(nil)
+			}
+			probe := a.Stats().Capacity
+			step(func(i int) bool { return i == 0 })
+			if tc.exact {
+				assert.InDelta(t, learnStart*w, a.Stats().Capacity, 1e-6, "the probe ends: 90% of the estimate, kept")
+			} else {
+				assert.Greater(t, a.Stats().Capacity, probe, "one throttle in 100 attempts is noise: the probe goes on")
+			}
+		})
+	}
+}
+
 // TestLearnedCapacitySlowFleet: a fleet that sends fewer attempts in the
 // last learnEpochs intervals than a cut is decided on (learnMinAttempts)
 // decides on as many intervals as hold them, up to learnMaxEpochs, so a

@@ -180,7 +180,14 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
     end
     table.insert(evs, {ea, et, dur})
     local p = tolerance * sa
-    if et > 0 and sa >= minattempts and st > p + 2 * math.sqrt(p) and (cap < 0 or now >= cut + cooldown) then
+    local significant = sa >= minattempts and st > p + 2 * math.sqrt(p)
+    -- Past its estimate under exact admission, the fleet probes for a
+    -- rate that has risen; spaced sends are not throttled below the
+    -- service's rate (but for the spread of latency), so the first
+    -- throttle ends the probe: a cut that keeps the estimate, unless the
+    -- throttles are significant.
+    local probing = w > 0 and cap > w and cap <= exactbelow
+    if et > 0 and (probing or significant) and (cap < 0 or now >= cut + cooldown) then
       if cap < 0 and sent >= minrate and sent <= exactbelow then
         -- The first throttles. Sends that arrive at random are throttled
         -- well below the rate of a service that holds little burst, so
@@ -192,6 +199,7 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
       else
         local accepted = (sa - st) / sd
         if w > 0 then accepted = math.max(accepted, beta * math.min(cap, sent)) end
+        if not significant then accepted = math.max(accepted, w) end
         w = math.max(accepted, minrate)
         cap = math.max(start * w, minrate)
       end

@@ -47,6 +47,7 @@ type simShape struct {
 	lat       [2]time.Duration
 	events    []simEvent // changes during the run
 	rates     []simRate  // changes of the service's rate during the run
+	noise     float64    // the share of admitted attempts throttled all the same, at random
 	redisDown [2]time.Duration
 	snapshots []time.Duration // when to record the shares of the live fleets
 }
@@ -149,7 +150,7 @@ func (s *simulation) admit() bool {
 	s.refill()
 	if s.tokens >= 1 {
 		s.tokens--
-		return true
+		return !(s.shape.noise > 0 && s.rng.Float64() < s.shape.noise)
 	}
 	return false
 }
@@ -524,9 +525,9 @@ func TestRoute53Targets(t *testing.T) {
 				case mode.name == "fleet, configured, leases" && burst > 1:
 					check(r.throttledShare() <= 0.05 && r.used >= 0.8 && r.fairness >= 0.7, "<= 5% throttled, >= 80% used, fairness >= 0.7")
 				case mode.name == "fleet, learned, exact" && burst > 1:
-					check(r.throttledShare() <= 0.06 && r.used >= 0.9 && r.fairness >= 0.7, "<= 6% throttled, >= 90% used, fairness >= 0.7")
+					check(r.throttledShare() <= 0.05 && r.used >= 0.95 && r.fairness >= 0.8, "<= 5% throttled, >= 95% used, fairness >= 0.8")
 				case mode.name == "fleet, learned, exact":
-					check(r.throttledShare() <= 0.10 && r.used >= 0.55 && r.fairness >= 0.5, "<= 10% throttled, >= 55% used, fairness >= 0.5")
+					check(r.throttledShare() <= 0.07 && r.used >= 0.78 && r.fairness >= 0.8, "<= 7% throttled, >= 78% used, fairness >= 0.8")
 				}
 			}
 			burstName := fmt.Sprintf("%g s", burst/5)
@@ -801,8 +802,12 @@ func recovery(windows map[int][2]int, from, until time.Duration, rate float64) f
 // restored one goes unused. The test prints that trade-off for the
 // default and, with REDISRETRY_CURVE=1, for other constants of the curve
 // (start, the share of the estimate a cut restarts at; growth, the cubic's
-// constant); it holds the default to what it reaches on these seeds when
-// the service changes (the steady rows are TestRoute53Targets').
+// constant), and the fixed rates a learned one aims at; it holds the
+// default to what it reaches on these seeds when the service changes (the
+// steady rows are TestRoute53Targets'). It also prints the demand the
+// fleet gets through from a service with room to spare that throttles 5%
+// of attempts whatever the load: the fleet, which has no test of the
+// cause, cuts on those as on congestion.
 func TestLearnedFollowsTheService(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
@@ -815,12 +820,12 @@ func TestLearnedFollowsTheService(t *testing.T) {
 	}
 	curves := []curve{{"default", learnStart, learnGrowth}}
 	if os.Getenv("REDISRETRY_CURVE") != "" {
-		curves = append(curves, curve{"0.9, 1e-4", 0.9, 1e-4}, curve{"0.9, 1e-5", 0.9, 1e-5}, curve{"1, 1e-4", 1, 1e-4}, curve{"1, 3e-5", 1, 3e-5},
+		curves = append(curves, curve{"0.9, 1e-5", 0.9, 1e-5}, curve{"1, 1e-4", 1, 1e-4}, curve{"1, 3e-5", 1, 3e-5},
 			curve{"1, 1e-5", 1, 1e-5}, curve{"1, 3e-6", 1, 3e-6})
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nRoute 53 fleet, learned, exact admission, seeds 1-5 (min-max): steady 5/s (throttled, limit used); 5 → 10/s at 40 s (seconds until 7/s get through); 5 → 2.5/s at 40 s, back to 5 at 80 s (throttled 40-80 s, seconds until 4/s get through again)\n")
-	fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %-12s  %-22s  %-14s  %s\n", "start, growth", "burst", "throttled", "used", "raised: 7/s", "halved: thr.", "restored: 4/s")
+	fmt.Fprintf(&b, "\nRoute 53 fleet, learned, exact admission, seeds 1-5 (min-max): steady 5/s (throttled, limit used); 5 → 10/s at 40 s (seconds until 7/s get through); 5 → 2.5/s at 40 s, back to 5 at 80 s (throttled 40-80 s, seconds until 3.5/s get through again)\n")
+	fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %-12s  %-22s  %-14s  %s\n", "start, growth", "burst", "throttled", "used", "raised: 7/s", "halved: thr.", "restored: 3.5/s")
 	for _, c := range curves {
 		mode := simMode{name: "learned " + c.name, fleet: []Option{withLearning(c.start, c.growth)}}
 		for _, burst := range []float64{1, 5} {
@@ -849,7 +854,7 @@ func TestLearnedFollowsTheService(t *testing.T) {
 					thr += r.windows[sec][1]
 				}
 				halved.add(float64(thr) / float64(max(a, 1)))
-				restored.add(recovery(r.windows, 80*time.Second, down.duration, 4))
+				restored.add(recovery(r.windows, 80*time.Second, down.duration, 3.5))
 			}
 			if c.name == "default" {
 				// What the default reaches on these seeds, with a margin:
@@ -857,11 +862,11 @@ func TestLearnedFollowsTheService(t *testing.T) {
 				if raised.never > 0 || raised.hi > 30 {
 					t.Errorf("burst %g: 7/s of the raised 10/s after %v, want within 30 s", burst, raised)
 				}
-				if halved.hi > 0.3 {
-					t.Errorf("burst %g: %s throttled while the rate is halved, want at most 30%%", burst, halved.pct())
+				if halved.hi > 0.35 {
+					t.Errorf("burst %g: %s throttled while the rate is halved, want at most 35%%", burst, halved.pct())
 				}
 				if restored.never > 0 || restored.hi > 35 {
-					t.Errorf("burst %g: 4/s of the restored 5/s after %v, want within 35 s", burst, restored)
+					t.Errorf("burst %g: 3.5/s of the restored 5/s after %v, want within 35 s", burst, restored)
 				}
 			}
 			burstName := "1 s"
@@ -870,6 +875,38 @@ func TestLearnedFollowsTheService(t *testing.T) {
 			}
 			fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %-12s  %-22s  %-14s  %s\n", c.name, burstName, th.pct(), used.pct(), raised, halved.pct(), restored)
 		}
+	}
+	if os.Getenv("REDISRETRY_CURVE") != "" {
+		// What a learned rate aims at: the same fleet at a configured rate
+		// without headroom, against the service holding 1 token.
+		fmt.Fprintf(&b, "\nthe same fleet at a configured rate, no headroom, against the service holding 1 token: throttled, limit used\n")
+		for _, rate := range []float64{4.2, 4.4, 4.5, 4.6, 4.8} {
+			th, used := newSpan(), newSpan()
+			for _, seed := range simSeeds {
+				shape := route53(1)
+				shape.name += fmt.Sprintf("-fixed-%g", rate)
+				r := runSim(t, rdb, shape, simMode{name: "fixed", fleet: []Option{WithRate(rate), WithHeadroom(0)}}, seed)
+				th.add(r.throttledShare())
+				used.add(r.used)
+			}
+			fmt.Fprintf(&b, "%-12g  %-12s  %s\n", rate, th.pct(), used.pct())
+		}
+	}
+	// Throttles that do not depend on the load: the service has room for
+	// five times the fleet's demand, but throttles 5% of attempts all the
+	// same. Sending less does not help: every cut is lost.
+	fmt.Fprintf(&b, "\nthe same fleet against a service of 100/s holding 1 s that throttles 5%% of attempts at random, whatever the load: the fleet's demand served\n")
+	for _, c := range curves {
+		mode := simMode{name: "learned " + c.name, fleet: []Option{withLearning(c.start, c.growth)}}
+		served := newSpan()
+		for _, seed := range simSeeds {
+			shape := route53(100)
+			shape.name += "-noise-" + c.name
+			shape.rate, shape.noise = 100, 0.05
+			r := runSim(t, rdb, shape, mode, seed)
+			served.add(r.used * shape.rate / 20)
+		}
+		fmt.Fprintf(&b, "%-12s  %s\n", c.name, served.pct())
 	}
 	t.Log(b.String())
 }
