@@ -69,6 +69,18 @@
 // the spread of latency, so one throttle there says the rate was found.
 // The fleet cuts, keeping w unless the throttles were significant.
 //
+// Under exact admission a significant cut is tested: throttles from
+// congestion fall when the fleet sends less (a service that accepted a
+// share 1-p of the rate r throttles 1-(1-p)r/r' of a lower rate r'), and
+// throttles that do not depend on the load (a hot key, a quota of some
+// other kind) stay at p. Once the cooldown is over and the fleet has made
+// 40 attempts since the cut, the nearer of the two decides; if the
+// throttles stayed, and did not fall significantly, the fleet goes back
+// to the capacity before the cut and, for a minute, takes that share, not
+// 2%, for noise (the share is an estimate, and its variance counts), and
+// a throttle past w no longer ends a probe. Then it tests again at the
+// next cut.
+//
 // Under exact admission the first throttles do not set w: sends that
 // arrive at random are throttled well below the rate of a service that
 // holds little burst (one holding a single token at 5 a second accepts

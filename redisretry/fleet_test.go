@@ -332,6 +332,68 @@ func TestLearnedProbeEndsOnAThrottle(t *testing.T) {
 	}
 }
 
+// TestLearnedCauseTest: a significant cut under exact admission is
+// tested. If the throttled share stays where it was though the fleet sends
+// less, the throttles do not depend on the load: the fleet goes back to
+// the capacity before the cut and tolerates that share. If it falls as
+// congestion's would, the cut stands.
+func TestLearnedCauseTest(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	quarter := func(i int) bool { return i%4 == 0 }
+	for _, tc := range []struct {
+		name  string
+		after func(i int) bool // the throttles after the cut
+	}{{"independent", quarter}, {"congestion", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newVClock()
+			a := newTestFleet(t, rdb, "learn-cause-"+tc.name, clock, WithMember("a"))
+			step := func(throttled func(i int) bool) {
+				clock.Advance(time.Second)
+				attempts(a, 20, throttled)
+				require.NoError(t, a.refresh(ctx))
+			}
+			for range 3 {
+				step(nil)
+			}
+			// A quarter throttled: first spaced at the 20 sent, then,
+			// after the cooldown, a cut to 90% of the 15 accepted.
+			step(quarter)
+			require.InDelta(t, 20, a.Stats().Capacity, 1e-6, "spaced at the rate sent")
+			for i := 0; a.Stats().Capacity == 20; i++ {
+				require.Less(t, i, 10, "no cut")
+				step(quarter)
+			}
+			require.InDelta(t, learnStart*15, a.Stats().Capacity, 1e-6, "the cut")
+			// The test: once the cooldown is over and 40 attempts are in.
+			cut := a.cooldown()
+			for at := time.Second; at <= cut; at += time.Second {
+				step(tc.after)
+				if at < cut {
+					require.Less(t, a.Stats().Capacity, 20.0, "%v after the cut: within the cooldown", at)
+				}
+			}
+			if tc.after == nil {
+				for range 5 {
+					step(nil)
+					assert.Less(t, a.Stats().Capacity, 20.0, "congestion: the cut stands, the curve grows from it")
+				}
+				return
+			}
+			assert.InDelta(t, 20, a.Stats().Capacity, 1e-6, "independent: back to the capacity before the cut")
+			q, err := rdb.HGet(ctx, a.keys[1], "q").Float64()
+			require.NoError(t, err)
+			assert.InDelta(t, 0.25, q, 1e-9, "the share tolerated")
+			// A quarter throttled is now no cause to cut.
+			for range 10 {
+				step(quarter)
+				assert.GreaterOrEqual(t, a.Stats().Capacity, 20.0, "no cut on the tolerated share")
+			}
+		})
+	}
+}
+
 // TestLearnedCapacitySlowFleet: a fleet that sends fewer attempts in the
 // last learnEpochs intervals than a cut is decided on (learnMinAttempts)
 // decides on as many intervals as hold them, up to learnMaxEpochs, so a

@@ -69,14 +69,15 @@ func localBurst(share float64) int { return int(max(2, min(share, 1<<30))) }
 
 // The learning algorithm's constants (see the package documentation).
 const (
-	learnBeta        = 0.8    // a cut keeps at least 80% of the rate in use
-	learnStart       = 0.9    // after a cut the capacity restarts at 90% of the estimate
-	learnGrowth      = 0.0001 // the growth curve's constant, per second cubed
-	learnTolerance   = 0.02   // the throttled share taken for noise
-	learnMinRate     = 0.1    // the least fleet rate learned, a second
-	learnEpochs      = 5      // the intervals of counts a cut is decided on
-	learnMinAttempts = 20     // the least attempts a cut is decided on
-	learnMaxEpochs   = 30     // the most intervals of counts a cut is decided on
+	learnBeta        = 0.8         // a cut keeps at least 80% of the rate in use
+	learnStart       = 0.9         // after a cut the capacity restarts at 90% of the estimate
+	learnGrowth      = 0.0001      // the growth curve's constant, per second cubed
+	learnTolerance   = 0.02        // the throttled share taken for noise
+	learnMinRate     = 0.1         // the least fleet rate learned, a second
+	learnEpochs      = 5           // the intervals of counts a cut is decided on
+	learnMinAttempts = 20          // the least attempts a cut is decided on
+	learnMaxEpochs   = 30          // the most intervals of counts a cut is decided on
+	learnCauseLife   = time.Minute // how long a share of throttles found not to depend on the load is tolerated
 )
 
 // leaseState is what a Fleet knows of its lease. Fleet.mu guards it.
@@ -229,7 +230,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		fmtFloat(learnBeta), fmtFloat(f.cfg.growth), fmtFloat(learnTolerance), f.scriptNow(),
 		fmtFloat(f.cfg.start), f.cooldown().Microseconds(), fmtFloat(learnMinRate), learnEpochs,
 		learnMinAttempts, maxDivide, fmtFloat(wantMargin), fmtFloat(room),
-		fmtFloat(min(f.cfg.exactBelow, maxRate)), learnMaxEpochs,
+		fmtFloat(min(f.cfg.exactBelow, maxRate)), learnMaxEpochs, learnCauseLife.Microseconds(),
 	}
 	res, err := refreshScript.Run(ctx, f.rdb, f.keys, args...).StringSlice()
 	var l lease

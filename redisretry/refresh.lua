@@ -22,7 +22,9 @@
 -- may add up to (sends per second; 0: the capacity), ARGV[24] the rate
 -- up to which sends are admitted one by one in Redis (sends per second; 0:
 -- never), ARGV[25] the most epochs of counts a cut is decided on, when
--- the last ARGV[19] hold fewer than ARGV[20] attempts
+-- the last ARGV[19] hold fewer than ARGV[20] attempts, ARGV[26] how long
+-- a throttled share found not to depend on the load is tolerated
+-- (microseconds)
 --
 -- Returns {share, grant, members, capacity, level, seq}, numbers as
 -- strings (share and capacity -1: no limit); seq numbers the members in the
@@ -58,6 +60,7 @@ local maxdivide = arg(21, 0, BIG)
 local margin, most = arg(22, 0, 10), arg(23, 0, BIG)
 local exactbelow = arg(24, 0, BIG)
 local maxepochs = arg(25, epochs, 1000)
+local qlife = arg(26, 0, BIG)
 
 -- room returns the most the shares held may add up to at capacity cap:
 -- the capacity and the members' margins, within the configured rate (most);
@@ -73,7 +76,7 @@ if now == nil then
 end
 
 local f = redis.call('HMGET', statekey, 'end', 'start', 'cap', 'cut', 'w', 'level', 'extra',
-  'heldsum', 'a', 't', 'x', 'ring', 'budget', 'asum', 'ev')
+  'heldsum', 'a', 't', 'x', 'ring', 'budget', 'asum', 'ev', 'q', 'qn', 'qend', 'test')
 local epochEnd = num(f[1], 0, 1e18)
 local epochStart = num(f[2], 0, 1e18) or now
 local cap = num(f[3], -1, BIG) or -1 -- -1: no limit learned yet
@@ -88,6 +91,15 @@ local budget = num(f[13], 0, BIG) or 0
 local asum = num(f[14], 0, BIG) or 0
 local ev = f[15] or ''
 local evs
+-- q: the throttled share found not to depend on the load, on qn
+-- attempts, tolerated until qend; the test of a cut's cause: the
+-- attempts and throttles the cut was decided on, the share of the rate
+-- sent that it cut to, and the capacity before it (-1: none).
+local q, qn, qend = num(f[16], 0, 1) or 0, num(f[17], 1, BIG) or 1, num(f[18], 0, 1e18) or 0
+if now >= qend then q = 0 end
+local tsa, tst, tf, tcap = string.match(f[19] or '', '^(%S+) (%S+) (%S+) (%S+)$')
+tsa, tst, tf, tcap = num(tsa, 1, BIG), num(tst, 0, BIG), num(tf, 0, 1), num(tcap, -1, BIG)
+local testing = tsa ~= nil and tst ~= nil and tst <= tsa and tf ~= nil and tf > 0 and tcap ~= nil
 
 if configured > 0 then
   cap = configured
@@ -179,14 +191,41 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
       spans = spans + 1
     end
     table.insert(evs, {ea, et, dur})
+    local k = (((1 - start) / growth) ^ (1 / 3))
+    -- The test of a cut's cause. Throttles from congestion fall when the
+    -- fleet sends less: at the share f of the rate, a service that
+    -- accepted 1 - pre of it throttles 1 - (1 - pre)/f, or nothing (or
+    -- the share already found not to depend on the load). Throttles that
+    -- do not depend on the load stay at pre. Once the evidence since the
+    -- cut holds enough attempts, the nearer decides; if the throttles
+    -- stayed, the fleet goes back to the capacity before the cut and
+    -- tolerates the share, from the attempts before and after, for qlife.
+    local resumed = false
+    if testing and now >= cut + cooldown and sa >= 2 * minattempts then
+      testing = false
+      local pre, post = tst / tsa, st / sa
+      local cong = math.max(q, 1 - (1 - pre) / tf)
+      local fell = pre - post > 2 * math.sqrt(pre * (1 - pre) * (1 / sa + 1 / tsa))
+      if st >= 2 and post > (cong + pre) / 2 and not fell then
+        q, qn, qend = (tst + st) / (tsa + sa), tsa + sa, now + qlife
+        cap, cut, evs = tcap, now - k * 1e6, {}
+        w = math.max(tcap, 0) -- none: no estimate
+        resumed = true
+      end
+    end
+    -- Significantly more throttled than the tolerance, or than the share
+    -- that does not depend on the load (itself an estimate from qn
+    -- attempts: its variance counts).
     local p = tolerance * sa
-    local significant = sa >= minattempts and st > p + 2 * math.sqrt(p)
+    local spread = p
+    if q > tolerance then p, spread = q * sa, q * sa + q * (1 - q) * sa * sa / qn end
+    local significant = not resumed and sa >= minattempts and st > p + 2 * math.sqrt(spread)
     -- Past its estimate under exact admission, the fleet probes for a
     -- rate that has risen; spaced sends are not throttled below the
     -- service's rate (but for the spread of latency), so the first
     -- throttle ends the probe: a cut that keeps the estimate, unless the
     -- throttles are significant.
-    local probing = w > 0 and cap > w and cap <= exactbelow
+    local probing = not resumed and q == 0 and w > 0 and cap > w and cap <= exactbelow
     if et > 0 and (probing or significant) and (cap < 0 or now >= cut + cooldown) then
       if cap < 0 and sent >= minrate and sent <= exactbelow then
         -- The first throttles. Sends that arrive at random are throttled
@@ -198,14 +237,18 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
         cap, w = sent, 0
       else
         local accepted = (sa - st) / sd
+        local was, rate = cap, sa / sd -- the capacity, and the rate sent, before the cut
+        if cap >= 0 then rate = math.min(cap, rate) end
         if w > 0 then accepted = math.max(accepted, beta * math.min(cap, sent)) end
         if not significant then accepted = math.max(accepted, w) end
         w = math.max(accepted, minrate)
         cap = math.max(start * w, minrate)
+        -- A significant cut under exact admission is tested (above).
+        testing = significant and cap < rate and rate <= exactbelow
+        if testing then tsa, tst, tf, tcap = sa, st, cap / rate, was end
       end
       cut, evs = now, {}
-    elseif cap >= 0 then
-      local k = (((1 - start) / growth) ^ (1 / 3))
+    elseif cap >= 0 and not resumed then
       if w == 0 and now >= cut + cooldown then
         -- Spaced at the rate sent, the service throttled too few to
         -- cut: that rate is the estimate, and the curve grows past it.
@@ -310,7 +353,9 @@ redis.call('HSET', statekey, 'end', string.format('%.17g', epochEnd), 'start', s
   'level', string.format('%.17g', level), 'extra', string.format('%.17g', extra),
   'heldsum', string.format('%.17g', heldsum), 'a', string.format('%.17g', ea), 't', string.format('%.17g', et),
   'x', string.format('%.17g', ex), 'ring', ring, 'budget', string.format('%.17g', budget),
-  'asum', string.format('%.17g', asum), 'ev', ev)
+  'asum', string.format('%.17g', asum), 'ev', ev, 'q', string.format('%.17g', q),
+  'qn', string.format('%.17g', qn), 'qend', string.format('%.17g', qend),
+  'test', testing and string.format('%.17g %.17g %.17g %.17g', tsa, tst, tf, tcap) or '')
 -- A fleet that stops calling leaves nothing behind.
 local ttl = math.ceil(math.max(lease, window) * 4 / 1000)
 redis.call('PEXPIRE', members, ttl)
