@@ -152,6 +152,8 @@ func TestHostileState(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"cap": "-0.5"}, {"cap": "0"}, {"cap": "1e-300", "w": "-1"}, {"cap": "nan", "ev": "1,2,3 x,y,z 5,9,1"},
 		{"cap": "1e308", "w": "1e308", "cut": "1e30"},
+		{"cap": "5", "w": "5", "q": "nan", "qn": "0", "qend": "1e300", "test": "0 -1 nan 1e308"},
+		{"q": "1e308", "qn": "-5", "test": "5 9 0.5 4"}, {"q": "0.9", "qn": "1e-300", "qend": "1e17", "test": "x y z w"},
 	} {
 		for k, v := range bad {
 			require.NoError(t, rdb.HSet(ctx, l.keys[1], k, v).Err())

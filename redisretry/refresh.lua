@@ -160,9 +160,9 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
   -- Learn the capacity from the fleet's counts, kept for the last few
   -- epochs since the last cut (further back while they hold fewer than
   -- minattempts: a slow fleet's evidence spans more time, up to
-  -- maxepochs): the evidence. When it holds enough
-  -- attempts and significantly more than the tolerated share of them were
-  -- throttled, and the cooldown since the last cut is over (the counts
+  -- maxepochs): the evidence. When it holds enough attempts and
+  -- significantly more than the tolerated share of them were throttled,
+  -- and the cooldown since the last cut is over (the counts
   -- just after a cut still hold attempts sent before it: each member
   -- learns of the cut and reports once an interval, and attempts admitted
   -- in Redis keep the slots they reserved), the fleet cuts: w, its
