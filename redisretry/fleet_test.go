@@ -40,6 +40,17 @@ func attempts(f *Fleet, n int, throttled func(i int) bool) {
 	}
 }
 
+// stepper returns step: each call advances the clock a second, records n
+// attempts of f, throttled as throttled says, and refreshes f.
+func stepper(t *testing.T, f *Fleet, clock *retrytest.Clock, n int) (step func(throttled func(i int) bool)) {
+	return func(throttled func(i int) bool) {
+		t.Helper()
+		clock.Advance(time.Second)
+		attempts(f, n, throttled)
+		require.NoError(t, f.refresh(context.Background()))
+	}
+}
+
 func TestNewBadOptions(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
@@ -297,11 +308,7 @@ func TestLearnedProbeEndsOnAThrottle(t *testing.T) {
 				opts = append(opts, WithExactBelow(0))
 			}
 			a := newTestFleet(t, rdb, "learn-probe-"+tc.name, clock, opts...)
-			step := func(throttled func(i int) bool) {
-				clock.Advance(time.Second)
-				attempts(a, 20, throttled)
-				require.NoError(t, a.refresh(ctx))
-			}
+			step := stepper(t, a, clock, 20)
 			for range 3 {
 				step(nil)
 			}
@@ -349,11 +356,7 @@ func TestLearnedCauseTest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := newVClock()
 			a := newTestFleet(t, rdb, "learn-cause-"+tc.name, clock, WithMember("a"))
-			step := func(throttled func(i int) bool) {
-				clock.Advance(time.Second)
-				attempts(a, 20, throttled)
-				require.NoError(t, a.refresh(ctx))
-			}
+			step := stepper(t, a, clock, 20)
 			for range 3 {
 				step(nil)
 			}
