@@ -816,9 +816,10 @@ func recovery(windows map[int][2]int, from, until time.Duration, rate float64) f
 // constant), and the fixed rates a learned one aims at; it holds the
 // default to what it reaches on these seeds when the service changes (the
 // steady rows are TestRoute53Targets'). It also prints the demand the
-// fleet gets through from a service with room to spare that throttles 5%
-// of attempts whatever the load: the fleet, which has no test of the
-// cause, cuts on those as on congestion.
+// fleet gets through from a service with room to spare that throttles 5,
+// 10, 25 or 50% of attempts whatever the load, and holds the default to
+// at least 70% of what is not throttled: the test of the cause (see
+// refresh.lua) keeps the fleet from cutting on those as on congestion.
 func TestLearnedFollowsTheService(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
