@@ -101,15 +101,18 @@ func (s *redisServer) signal(sig syscall.Signal) {
 }
 
 // client returns a client of the server that applies contexts' deadlines
-// to its connections, closed when the test ends.
+// to its connections, closed when the test ends. The tests that need a
+// call to fail soon give it a context with a deadline; its own timeouts
+// are long, so that a machine that stalls for a moment (two shared cores,
+// the race detector) fails no test.
 func (s *redisServer) client(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{
 		Addr:                  s.addr(),
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
-		DialTimeout:           200 * time.Millisecond,
-		ReadTimeout:           500 * time.Millisecond,
-		WriteTimeout:          500 * time.Millisecond,
+		DialTimeout:           5 * time.Second,
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
 	})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
