@@ -203,12 +203,10 @@ func TestLearnedCapacity(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
 	clock := newVClock()
-	ctx := context.Background()
 	a := newTestFleet(t, rdb, "learn", clock, WithMember("a"), WithExactBelow(0))
+	step := stepper(t, a, clock, 100)
 	for range 3 {
-		clock.Advance(time.Second)
-		attempts(a, 100, nil)
-		require.NoError(t, a.refresh(ctx))
+		step(nil)
 	}
 	require.True(t, math.IsInf(a.Stats().Share, 1), "no limit before a throttle: %+v", a.Stats())
 	require.True(t, math.IsInf(a.limiter.Stats().FillRate, 1), "the limiter does not pace")
@@ -216,9 +214,7 @@ func TestLearnedCapacity(t *testing.T) {
 	// evidence holds the three intervals before too: 400 attempts, 360
 	// accepted, in 3.5 s (the first interval counts from the first
 	// refresh, half an interval).
-	clock.Advance(time.Second)
-	attempts(a, 100, func(i int) bool { return i%5 < 2 })
-	require.NoError(t, a.refresh(ctx))
+	step(func(i int) bool { return i%5 < 2 })
 	capacity := a.Stats().Capacity
 	w := 360 / 3.5
 	assert.InDelta(t, learnStart*w, capacity, 1e-6, "the first cut: 90% of the accepted rate")
@@ -227,9 +223,7 @@ func TestLearnedCapacity(t *testing.T) {
 	// grows along the cubic curve: back to the estimate in about 10 s.
 	k := math.Cbrt((1 - learnStart) / learnGrowth)
 	for i := 1; i <= 10; i++ {
-		clock.Advance(time.Second)
-		attempts(a, 100, func(i int) bool { return i%50 == 0 })
-		require.NoError(t, a.refresh(ctx))
+		step(func(i int) bool { return i%50 == 0 })
 		x := float64(i) - k
 		assert.InDelta(t, w*(1+learnGrowth*x*x*x), a.Stats().Capacity, 1e-6, "%d s after the cut", i)
 	}
@@ -244,7 +238,6 @@ func TestLearnedCapacity(t *testing.T) {
 func TestLearnedCapacitySpacesFirst(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name      string
 		throttled func(i int) bool // after the first throttles
@@ -258,31 +251,24 @@ func TestLearnedCapacitySpacesFirst(t *testing.T) {
 			clock := newVClock()
 			a := newTestFleet(t, rdb, "learn-spaced-"+strings.ReplaceAll(tc.name, " ", "-"), clock, WithMember("a"))
 			require.Greater(t, float64(DefaultExactBelow), 20.0)
+			step := stepper(t, a, clock, 20)
 			for range 3 {
-				clock.Advance(time.Second)
-				attempts(a, 20, nil)
-				require.NoError(t, a.refresh(ctx))
+				step(nil)
 			}
 			require.True(t, math.IsInf(a.Stats().Capacity, 1), "no limit before a throttle: %+v", a.Stats())
 			// 20 attempts a second, 12 throttled: the rate accepted, 8,
 			// is not the estimate; the sends are spaced at the 20 sent.
-			clock.Advance(time.Second)
-			attempts(a, 20, func(i int) bool { return i%5 < 3 })
-			require.NoError(t, a.refresh(ctx))
+			step(func(i int) bool { return i%5 < 3 })
 			assert.InDelta(t, 20, a.Stats().Capacity, 1e-6, "spaced at the rate sent")
 			cooldown := a.cooldown()
 			for at := time.Second; at <= cooldown; at += time.Second {
-				clock.Advance(time.Second)
-				attempts(a, 20, tc.throttled)
-				require.NoError(t, a.refresh(ctx))
+				step(tc.throttled)
 				if at < cooldown {
 					assert.InDelta(t, 20, a.Stats().Capacity, 1e-6, "%v after: within the cooldown", at)
 				}
 			}
 			assert.InDelta(t, tc.want, a.Stats().Capacity, 1e-6, "after the cooldown")
-			clock.Advance(time.Second)
-			attempts(a, 20, nil)
-			require.NoError(t, a.refresh(ctx))
+			step(nil)
 			assert.Greater(t, a.Stats().Capacity, tc.want, "the curve grows")
 		})
 	}
@@ -404,17 +390,15 @@ func TestLearnedCauseTest(t *testing.T) {
 func TestLearnedCapacitySlowFleet(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
-	ctx := context.Background()
 	clock := newVClock()
 	a := newTestFleet(t, rdb, "learn-slow", clock, WithMember("a"), WithExactBelow(0))
 	require.Less(t, 3*learnEpochs, learnMinAttempts, "the last learnEpochs intervals hold too few attempts")
 	// 3 attempts a second, 2 of them throttled: the cut waits for 20
 	// attempts in all, 7 intervals (the first counts from the first
 	// refresh, so the seventh report completes them).
+	step := stepper(t, a, clock, 3)
 	for i := 1; i <= 7; i++ {
-		clock.Advance(time.Second)
-		attempts(a, 3, func(i int) bool { return i < 2 })
-		require.NoError(t, a.refresh(ctx))
+		step(func(i int) bool { return i < 2 })
 		if i < 7 {
 			require.True(t, math.IsInf(a.Stats().Capacity, 1), "%d attempts: too few to decide on: %+v", 3*i, a.Stats())
 		}
