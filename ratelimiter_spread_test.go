@@ -30,8 +30,8 @@ func TestSpreadCountsEverySuccess(t *testing.T) {
 	if sp == nil {
 		t.Fatal("counting not spread after contention")
 	}
-	for i := range sp {
-		if got := sp[i].read.Load(); got != 42 {
+	for i := range sp.parts {
+		if got := sp.parts[i].read.Load(); got != 42 {
 			t.Fatalf("spread counter %d starts from reading %d, want the last reading, 42", i, got)
 		}
 	}
@@ -46,8 +46,8 @@ func TestSpreadCountsEverySuccess(t *testing.T) {
 	}
 	wg.Wait()
 	used := 0
-	for i := range sp {
-		if sp[i].n.Load() > 0 {
+	for i := range sp.parts {
+		if sp.parts[i].n.Load() > 0 {
 			used++
 		}
 	}
@@ -60,8 +60,8 @@ func TestSpreadCountsEverySuccess(t *testing.T) {
 	if got, want := l.Stats().MeasuredRate, 8003/0.5; got != want {
 		t.Errorf("measured rate %v, want %v: successes were lost or counted twice", got, want)
 	}
-	for i := range sp {
-		if n := sp[i].n.Load(); n != 0 {
+	for i := range sp.parts {
+		if n := sp.parts[i].n.Load(); n != 0 {
 			t.Errorf("spread counter %d holds %d after the window closed, want 0", i, n)
 		}
 	}
@@ -100,5 +100,41 @@ func TestSpreadCounterPerGoroutine(t *testing.T) {
 	}
 	if len(distinct) < 4 {
 		t.Errorf("16 goroutines picked %d of the 8 counters, want them spread over at least 4", len(distinct))
+	}
+}
+
+// Two goroutines whose stacks pick the same spread counter would share
+// it, and move its cache line between their CPUs at every success, for as
+// long as they run (goroutines' stacks come from a pool: the same pairs
+// meet again). A compare-and-swap that fails on a spread counter changes
+// the salt: the two pick anew, and move apart within a few collisions.
+func TestSpreadCountersMoveApartAfterCollision(t *testing.T) {
+	l, err := NewRateLimiter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.contended(&l.uncounted) // spreads the counting
+	sp := l.spread.Load()
+	// Two stack addresses that pick the same counter with the salt as it is.
+	a := uintptr(0x4ee55ce2a)
+	b := a + 1
+	for sp.salt.pick(b) != sp.salt.pick(a) {
+		b++
+	}
+	collisions := 0
+	for sp.salt.pick(a) == sp.salt.pick(b) {
+		if collisions++; collisions > 8 {
+			t.Fatalf("%#x and %#x still share a counter after %d collisions", a, b, collisions-1)
+		}
+		before := sp.salt.v.Load()
+		l.contended(&sp.parts[sp.salt.pick(a)].successCount) // as their failed compare-and-swap does
+		if sp.salt.v.Load() == before {
+			t.Fatal("a collision on a spread counter left the salt as it was")
+		}
+	}
+	var n int64
+	l.counters(func(c *successCount) { n += c.n.Load() })
+	if want := int64(1 + collisions); n != want {
+		t.Errorf("counters hold %d successes, want %d: every collision still counts its success", n, want)
 	}
 }

@@ -51,35 +51,42 @@ type successCount struct {
 }
 
 // spreadCounts are the counters of successes of a limiter that goroutines
-// count at the same moment, each on cache lines of its own.
-type spreadCounts [spreadShards]struct {
-	successCount
-	_ [spreadPad - unsafe.Sizeof(successCount{})]byte
+// count at the same moment, each on cache lines of its own, and the salt
+// mixed into the choice of a counter.
+type spreadCounts struct {
+	salt  spreadSalt
+	parts [spreadShards]struct {
+		successCount
+		_ [spreadPad - unsafe.Sizeof(successCount{})]byte
+	}
 }
 
 // successCounter returns the counter a success is counted in: uncounted,
 // until counting there was contended, and then the spread counter of the
-// calling goroutine (see goroutineShard).
+// calling goroutine (see spreadSalt).
 func (l *RateLimiter) successCounter() *successCount {
 	sp := l.spread.Load()
 	if sp == nil {
 		return &l.uncounted
 	}
-	return &sp[goroutineShard()].successCount
+	return &sp.parts[sp.salt.pick(0)].successCount
 }
 
-// contended counts a success in c, whose counting was contended, and from
-// then on spreads the counting.
+// contended counts a success in c, whose counting was contended: from then
+// on the counting is spread, and goroutines that meet on a spread counter
+// move apart.
 func (l *RateLimiter) contended(c *successCount) {
 	c.n.Add(1)
-	if l.spread.Load() == nil {
-		sp := new(spreadCounts)
-		read := l.uncounted.read.Load()
-		for i := range sp {
-			sp[i].read.Store(read)
-		}
-		l.spread.CompareAndSwap(nil, sp)
+	if sp := l.spread.Load(); sp != nil {
+		sp.salt.collided()
+		return
 	}
+	sp := new(spreadCounts)
+	read := l.uncounted.read.Load()
+	for i := range sp.parts {
+		sp.parts[i].read.Store(read)
+	}
+	l.spread.CompareAndSwap(nil, sp)
 }
 
 // counters calls f with every counter of successes counted without the
@@ -87,8 +94,8 @@ func (l *RateLimiter) contended(c *successCount) {
 func (l *RateLimiter) counters(f func(*successCount)) {
 	f(&l.uncounted)
 	if sp := l.spread.Load(); sp != nil {
-		for i := range sp {
-			f(&sp[i].successCount)
+		for i := range sp.parts {
+			f(&sp.parts[i].successCount)
 		}
 	}
 }

@@ -334,7 +334,7 @@ func TestTokenBucketStripesMoveApartAfterCollision(t *testing.T) {
 	for i := range before {
 		before[i] = sp.at(stripeHint(0x1000 + i*0x800)) // addresses of tokens on goroutines' stacks
 	}
-	sp.collided()
+	sp.salt.collided()
 	moved := 0
 	for i := range before {
 		hint := stripeHint(0x1000 + i*0x800)

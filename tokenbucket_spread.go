@@ -43,8 +43,7 @@ import (
 // tokenStripes are the stripes of a spread bucket, and the salt mixed into
 // the choice of a stripe.
 type tokenStripes struct {
-	salt  atomic.Uint64
-	_     [spreadPad - unsafe.Sizeof(atomic.Uint64{})]byte
+	salt  spreadSalt
 	parts [spreadShards]tokenStripe
 }
 
@@ -123,26 +122,14 @@ func (s *tokenStripe) put(n, limit int64) (added int64, seen uint64, contended b
 // give-back however deep in its goroutine's stack each happens, and stays
 // the same from one call to the next of a goroutine that keeps its token
 // on its stack (Do does); or goroutineStripe, 0, for the calling
-// goroutine's stack (see goroutineShard).
+// goroutine's stack (see spreadSalt).
 type stripeHint uintptr
 
 const goroutineStripe stripeHint = 0
 
 // at returns the stripe that hint picks, mixed with the stripes' salt.
 func (sp *tokenStripes) at(hint stripeHint) *tokenStripe {
-	if hint == goroutineStripe {
-		hint = stripeHint(goroutineStack())
-	}
-	return &sp.parts[addressHash(uintptr(hint)^uintptr(sp.salt.Load()), spreadBits)]
-}
-
-// collided changes the stripes' salt after a compare-and-swap on a stripe
-// failed: two goroutines met on it, and every call moves to another
-// stripe, chosen anew. Goroutines that keep meeting move apart this way
-// within a few collisions, rather than share a stripe for good; a few
-// goroutines that meet by chance, among many, cost one write each time.
-func (sp *tokenStripes) collided() {
-	sp.salt.Add(0x9e3779b97f4a7c15)
+	return &sp.parts[sp.salt.pick(uintptr(hint))]
 }
 
 // stripeCapFor returns the most tokens each stripe of a bucket with cfg
@@ -217,7 +204,7 @@ func (b *TokenBucket) normalize(sp *tokenStripes) {
 func (b *TokenBucket) takeSpread(sp *tokenStripes, n int64, hint stripeHint) error {
 	ok, contended := sp.at(hint).take(n)
 	if contended {
-		sp.collided()
+		sp.salt.collided()
 	}
 	if !ok && !b.takeCentral(n) {
 		got := int64(0)
@@ -239,7 +226,7 @@ func (b *TokenBucket) takeSpread(sp *tokenStripes, n int64, hint stripeHint) err
 func (b *TokenBucket) putSpread(sp *tokenStripes, n int64, hint stripeHint) {
 	put, _, contended := sp.at(hint).put(n, b.stripeCap)
 	if contended {
-		sp.collided()
+		sp.salt.collided()
 	}
 	if n -= put; n > 0 {
 		b.putRest(sp, n)
