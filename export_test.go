@@ -13,3 +13,10 @@ func WithAbsoluteGrowth(g float64) RateLimiterOption {
 func WithAttemptClock(a float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.attemptClock = a })
 }
+
+// WithEvidenceAttempts makes the default algorithm decide each cut on at
+// least n attempts made since the last one, for the measurement in
+// growth_tradeoff_test.go.
+func WithEvidenceAttempts(n int) RateLimiterOption {
+	return limiterOption(func(c *limiterConfig) { c.evidenceAttempts = n })
+}

@@ -58,6 +58,10 @@ type shareState struct {
 
 	test causeTest // the test of the throttles' cause, while one runs
 
+	// sinceCut counts the windows closed since the last cut (see
+	// limiterConfig.evidenceAttempts).
+	sinceCut int
+
 	// The last cuts, newest first: when each was made and the rate in
 	// use before it (0: the limiter did not pace). A block, found on two
 	// windows every attempt of which was throttled, began with the cuts
@@ -97,6 +101,7 @@ func (a *excessShare) observe(l *RateLimiter, now time.Time, throttled bool) {
 		for range closed - 1 { // measure caps closed at learnWindows+1
 			s.push(windowCount{}) // windows without attempts
 		}
+		s.sinceCut += closed
 		if l.assignedRate(now) == 0 {
 			a.decide(l, now)
 		}
@@ -185,9 +190,13 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	if !l.enabled.Load() {
 		back = 0
 	}
-	evidence := s.counts(evidenceWindows)
+	n, wait := a.evidenceSpan(l)
+	evidence := s.counts(n)
 	if evidence.attempts >= blockAttempts && evidence.throttles == evidence.attempts {
 		a.block(l, now, back)
+		return
+	}
+	if wait {
 		return
 	}
 	if s.test.running && s.test.run(l, now, s) {
@@ -214,13 +223,13 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 			p, known = s.learned.share(), s.learned
 		}
 	}
-	n := float64(evidence.attempts)
-	pn := p * n
+	na := float64(evidence.attempts)
+	pn := p * na
 	// The variance of the throttles expected: the evidence's own, and
 	// that of the learned share, measured on known.attempts attempts.
 	v := pn
 	if known.attempts > 0 {
-		v += p * (1 - p) / float64(known.attempts) * n * n
+		v += p * (1 - p) / float64(known.attempts) * na * na
 	}
 	if s.recent[s.fresh-1].throttles == 0 || float64(evidence.throttles) <= pn+significance*math.Sqrt(v) {
 		return
@@ -228,17 +237,42 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	cut := base * max(1-(evidence.share()-p), l.cfg.beta)
 	// A test of the throttles' cause keeps the rate at half the rate
 	// sent before its cut or more.
-	if floor := s.test.consider(l, now, free, evidence, min(evidenceWindows, s.fresh), back); floor > 0 {
+	if floor := s.test.consider(l, now, free, evidence, min(n, s.fresh), back); floor > 0 {
 		if base <= floor {
 			return
 		}
 		cut = max(cut, floor)
 	}
+	s.sinceCut = 0
 	copy(s.cuts[1:], s.cuts[:])
 	s.cuts[0].at, s.cuts[0].before = now, back
 	l.restart(now, cut)
 	// Empty the bucket: what it holds was earned at the rate just cut.
 	l.setBurst(now, 0)
+}
+
+// evidenceSpan returns how many of the newest windows a cut is decided
+// on: evidenceWindows, or with limiterConfig.evidenceAttempts the fewest
+// that hold that many attempts (at most all the recent ones), not reaching
+// back before the last cut: wait reports that the windows since the last
+// cut hold too few to decide anything on yet but a block. l.mu must be
+// held.
+func (a *excessShare) evidenceSpan(l *RateLimiter) (n int, wait bool) {
+	s, need := &a.share, l.cfg.evidenceAttempts
+	n = evidenceWindows
+	if need == 0 {
+		return n, false
+	}
+	for n < s.fresh && s.counts(n).attempts < need {
+		n++
+	}
+	if n > s.sinceCut && l.enabled.Load() {
+		if s.counts(s.sinceCut).attempts < need {
+			return n, true
+		}
+		n = s.sinceCut
+	}
+	return n, false
 }
 
 // block cuts the rate to the minimum while the service admits nothing,

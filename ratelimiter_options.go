@@ -35,6 +35,15 @@ type limiterConfig struct {
 	// client sending fewer than attemptClock attempts a second grows more
 	// slowly. Only tests set it (growth_tradeoff_test.go measures it).
 	attemptClock float64
+	// evidenceAttempts, if above 0, makes the default algorithm decide a
+	// cut on the windows closed since the last cut, once they hold at
+	// least evidenceAttempts attempts (all of the recent windows, if they
+	// hold fewer), instead of on the last evidenceWindows: a client
+	// decides as often as it sends that many attempts, so that one sending
+	// more cuts more often, as the published algorithm's cut on every
+	// throttle does. Only tests set it (growth_tradeoff_test.go measures
+	// it).
+	evidenceAttempts int
 }
 
 // limiterDefaults returns the configuration of the default algorithm, or
