@@ -92,9 +92,13 @@
 // # The retry budget
 //
 // Retries may be at most a ratio (20% by default, as Finagle's budget) of
-// the fleet's first attempts over a sliding window (10 s), plus a floor
-// (10 retries a second) for the fleet as a whole, not for each process:
-// however many processes share the load, the fleet's retries are bounded.
+// the fleet's first attempts over a sliding window (10 s), or a floor (10
+// retries a second) if that is more, for the fleet as a whole, not for each
+// process: however many processes share the load, the fleet's retries are
+// bounded, and a fleet that sends more than 50 requests a second retries
+// at most 20% of them. The floor lets a fleet that sends little retry; it
+// is not added to the ratio (as Finagle adds its floor, per client), which
+// at 40 requests a second would allow 45% (see TestMetastableTrigger).
 // Each refresh gives the process its part of what the budget has left, in
 // proportion to its attempts, as a retry quota (a retry.TokenBucket).
 //

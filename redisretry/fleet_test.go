@@ -408,7 +408,7 @@ func TestLearnedCapacitySlowFleet(t *testing.T) {
 }
 
 // TestRetryBudget: the fleet's retries are bounded by its ratio of first
-// attempts plus its floor, for the fleet as a whole.
+// attempts, or its floor if that is more, for the fleet as a whole.
 func TestRetryBudget(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
@@ -420,7 +420,7 @@ func TestRetryBudget(t *testing.T) {
 			WithRetryBudget(0.2, 1, 10*time.Second)))
 	}
 	// Each member sends 100 first attempts a second: the budget over 10 s
-	// is 0.2 * 4 * 100 * (seconds so far) + 1 * 10.
+	// is the larger of 0.2 * 4 * 100 * (seconds so far) and 1 * 10.
 	for round := 1; round <= 3; round++ {
 		clock.Advance(time.Second)
 		for _, f := range fleets {
@@ -435,7 +435,7 @@ func TestRetryBudget(t *testing.T) {
 	}
 	// The last epoch closed at a's third refresh: 9 reports of 100 first
 	// attempts each.
-	assert.InDelta(t, 0.2*900+10, total, 4, "the members' grants add up to the fleet's budget")
+	assert.InDelta(t, 0.2*900, total, 4, "the members' grants add up to the fleet's budget, the ratio's part: the floor is not added to it")
 
 	// Member a spends its whole grant on retries; at the next epoch the
 	// fleet's budget has that much less.
@@ -457,7 +457,27 @@ func TestRetryBudget(t *testing.T) {
 		total += f.Stats().RetryGrant
 	}
 	// 13 reports of 100 attempts, spent of them retries.
-	assert.InDelta(t, 0.2*float64(1300-spent)+10-float64(spent), total, 6)
+	assert.InDelta(t, 0.2*float64(1300-spent)-float64(spent), total, 6)
+
+	// A fleet that sends little: 4 members, one first attempt a second
+	// each. The ratio allows 0.2 * 4 * 3 retries; the floor, 10.
+	fleets = fleets[:0]
+	for _, id := range []string{"a", "b", "c", "d"} {
+		fleets = append(fleets, newTestFleet(t, rdb, "budget-low", clock, WithMember(id), WithExactBelow(0),
+			WithRetryBudget(0.2, 1, 10*time.Second)))
+	}
+	for round := 1; round <= 3; round++ {
+		clock.Advance(time.Second)
+		for _, f := range fleets {
+			attempts(f, 1, nil)
+			require.NoError(t, f.refresh(ctx))
+		}
+	}
+	total = 0
+	for _, f := range fleets {
+		total += f.Stats().RetryGrant
+	}
+	assert.InDelta(t, 10, total, 4, "a fleet that sends little gets the floor")
 }
 
 // TestExactAdmissionSpaces: exact admission gives the fleet's sends

@@ -21,9 +21,9 @@ import (
 // retry, which keeps the latency above the timeout. A retry quota per
 // process (the AWS SDKs' 500 tokens, 10 a timeout) recovers only when each
 // process's quota runs dry, which with many small processes is never. The
-// fleet's budget (retries at most 20% of first attempts, plus 10 a second
-// for the whole fleet) bounds the retries whatever the number of
-// processes.
+// fleet's budget (retries at most 20% of first attempts, or 10 a second
+// for the whole fleet if that is more) bounds the retries whatever the
+// number of processes.
 
 const (
 	msBase, msPerConcurrent = time.Second, 10 * time.Millisecond
@@ -175,8 +175,8 @@ func runMetastable(t testing.TB, rdb *redis.Client, procs int, mode msMode, seed
 // TestMetastableTrigger runs Brooker's trigger with the load split over 10,
 // 100 and 1,000 processes, in each mode, seeds 1-3, and prints when goodput
 // came back after the spike. It checks the target, the fleet's
-// budget back within 10 s with 1,000 processes, and that naive retries stay
-// collapsed (else the trigger says nothing).
+// budget back within 10 s whatever the number of processes, and that naive
+// retries stay collapsed (else the trigger says nothing).
 func TestMetastableTrigger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
@@ -199,7 +199,7 @@ func TestMetastableTrigger(t *testing.T) {
 				}
 				ratio.add(float64(r.retries) / float64(r.attempts))
 				switch {
-				case mode == msFleet && procs == 1000 && (r.recovered < 0 || r.recovered > 10*time.Second):
+				case mode == msFleet && (r.recovered < 0 || r.recovered > 10*time.Second):
 					t.Errorf("%d processes, seed %d: the fleet's budget came back after %v (never: -1s)", procs, seed, r.recovered)
 				case mode == msNaive && r.recovered >= 0:
 					t.Errorf("%d processes, seed %d: naive retries came back after %v: the trigger is too weak", procs, seed, r.recovered)

@@ -33,8 +33,9 @@ const (
 	DefaultAdmitTimeout = 100 * time.Millisecond
 	// DefaultRetryRatio, DefaultRetryFloor and DefaultRetryWindow make the
 	// fleet's retry budget: retries at most 20% of the first attempts
-	// over 10 s, plus 10 retries a second for the whole fleet (Finagle's
-	// defaults).
+	// over 10 s, or 10 retries a second for the whole fleet if that is
+	// more (Finagle's numbers, combined as Envoy's budget combines its
+	// percentage and its minimum).
 	DefaultRetryRatio  = 0.2
 	DefaultRetryFloor  = 10
 	DefaultRetryWindow = 10 * time.Second
@@ -189,8 +190,8 @@ func WithMaxWait(d time.Duration) Option { return Option{func(c *config) { c.max
 func WithAdmitTimeout(d time.Duration) Option { return Option{func(c *config) { c.admitTimeout = d }} }
 
 // WithRetryBudget sets the fleet's retry budget: retries at most ratio of
-// the fleet's first attempts over window, plus floor retries a second for
-// the whole fleet (defaults DefaultRetryRatio, DefaultRetryFloor,
+// the fleet's first attempts over window, or floor retries a second for
+// the whole fleet if that is more (defaults DefaultRetryRatio, DefaultRetryFloor,
 // DefaultRetryWindow: 20%, 10/s, 10 s, or the interval if longer). Valid: ratio in [0, 100], floor
 // finite and >= 0, window from the interval to 24h.
 func WithRetryBudget(ratio, floor float64, window time.Duration) Option {

@@ -296,7 +296,9 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
 
   if ended then
   -- The retry budget: retries may be ratio of the fleet's first attempts
-  -- over the window, plus floor a second.
+  -- over the window, or floor a second if that is more (Envoy's model: the
+  -- floor lets a fleet that sends little retry, and bounds nothing once
+  -- the ratio allows more).
   local slots = math.max(1, math.ceil(window / interval))
   local kept, rs, xs, k = {}, 0, 0, 0
   for r, x in string.gmatch(ring, '(%S+),(%S+)') do
@@ -314,7 +316,7 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
     parts[i] = string.format('%.17g,%.17g', e[1], e[2])
   end
   ring = table.concat(parts, ' ')
-  budget = math.max(0, ratio * rs + floor * window / 1e6 - xs)
+  budget = math.max(0, math.max(ratio * rs, floor * window / 1e6) - xs)
 
   epochStart, epochEnd = now, now + interval
   ea, et, ex = 0, 0, 0
