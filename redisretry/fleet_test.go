@@ -414,28 +414,42 @@ func TestRetryBudget(t *testing.T) {
 	rdb := srv.client(t)
 	clock := newVClock()
 	ctx := context.Background()
-	var fleets []*Fleet
-	for _, id := range []string{"a", "b", "c", "d"} {
-		fleets = append(fleets, newTestFleet(t, rdb, "budget", clock, WithMember(id), WithExactBelow(0),
-			WithRetryBudget(0.2, 1, 10*time.Second)))
+	// fleet makes four members of a fleet named name; second makes each
+	// send perSecond first attempts in the next second and refresh; and
+	// granted adds up the members' grants, which their quotas hold.
+	fleet := func(name string) []*Fleet {
+		var fleets []*Fleet
+		for _, id := range []string{"a", "b", "c", "d"} {
+			fleets = append(fleets, newTestFleet(t, rdb, name, clock, WithMember(id), WithExactBelow(0),
+				WithRetryBudget(0.2, 1, 10*time.Second)))
+		}
+		return fleets
 	}
-	// Each member sends 100 first attempts a second: the budget over 10 s
-	// is the larger of 0.2 * 4 * 100 * (seconds so far) and 1 * 10.
-	for round := 1; round <= 3; round++ {
+	second := func(fleets []*Fleet, perSecond int) {
 		clock.Advance(time.Second)
 		for _, f := range fleets {
-			attempts(f, 100, nil)
+			attempts(f, perSecond, nil)
 			require.NoError(t, f.refresh(ctx))
 		}
 	}
-	total := 0
-	for _, f := range fleets {
-		total += f.Stats().RetryGrant
-		assert.Equal(t, f.Stats().RetryGrant, int(f.quota.Stats().Available), "the quota holds the grant")
+	granted := func(fleets []*Fleet) int {
+		total := 0
+		for _, f := range fleets {
+			total += f.Stats().RetryGrant
+			assert.Equal(t, f.Stats().RetryGrant, int(f.quota.Stats().Available), "the quota holds the grant")
+		}
+		return total
+	}
+
+	// Each member sends 100 first attempts a second: the budget over 10 s
+	// is the larger of 0.2 * 4 * 100 * (seconds so far) and 1 * 10.
+	fleets := fleet("budget")
+	for range 3 {
+		second(fleets, 100)
 	}
 	// The last epoch closed at a's third refresh: 9 reports of 100 first
 	// attempts each.
-	assert.InDelta(t, 0.2*900, total, 4, "the members' grants add up to the fleet's budget, the ratio's part: the floor is not added to it")
+	assert.InDelta(t, 0.2*900, granted(fleets), 4, "the members' grants add up to the fleet's budget, the ratio's part: the floor is not added to it")
 
 	// Member a spends its whole grant on retries; at the next epoch the
 	// fleet's budget has that much less.
@@ -447,37 +461,17 @@ func TestRetryBudget(t *testing.T) {
 		}
 		spent++
 	}
-	clock.Advance(time.Second)
-	for _, f := range fleets {
-		attempts(f, 100, nil)
-		require.NoError(t, f.refresh(ctx))
-	}
-	total = 0
-	for _, f := range fleets {
-		total += f.Stats().RetryGrant
-	}
+	second(fleets, 100)
 	// 13 reports of 100 attempts, spent of them retries.
-	assert.InDelta(t, 0.2*float64(1300-spent)-float64(spent), total, 6)
+	assert.InDelta(t, 0.2*float64(1300-spent)-float64(spent), granted(fleets), 6)
 
 	// A fleet that sends little: 4 members, one first attempt a second
 	// each. The ratio allows 0.2 * 4 * 3 retries; the floor, 10.
-	fleets = fleets[:0]
-	for _, id := range []string{"a", "b", "c", "d"} {
-		fleets = append(fleets, newTestFleet(t, rdb, "budget-low", clock, WithMember(id), WithExactBelow(0),
-			WithRetryBudget(0.2, 1, 10*time.Second)))
+	fleets = fleet("budget-low")
+	for range 3 {
+		second(fleets, 1)
 	}
-	for round := 1; round <= 3; round++ {
-		clock.Advance(time.Second)
-		for _, f := range fleets {
-			attempts(f, 1, nil)
-			require.NoError(t, f.refresh(ctx))
-		}
-	}
-	total = 0
-	for _, f := range fleets {
-		total += f.Stats().RetryGrant
-	}
-	assert.InDelta(t, 10, total, 4, "a fleet that sends little gets the floor")
+	assert.InDelta(t, 10, granted(fleets), 4, "a fleet that sends little gets the floor")
 }
 
 // TestExactAdmissionSpaces: exact admission gives the fleet's sends
