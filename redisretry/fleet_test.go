@@ -40,14 +40,17 @@ func attempts(f *Fleet, n int, throttled func(i int) bool) {
 	}
 }
 
-// stepper returns step: each call advances the clock a second, records n
-// attempts of f, throttled as throttled says, and refreshes f.
-func stepper(t *testing.T, f *Fleet, clock *retrytest.Clock, n int) (step func(throttled func(i int) bool)) {
+// stepper returns step: each call advances the clock a second and, for
+// each of fleets in turn, records n attempts, throttled as throttled says,
+// and refreshes it.
+func stepper(t *testing.T, clock *retrytest.Clock, n int, fleets ...*Fleet) (step func(throttled func(i int) bool)) {
 	return func(throttled func(i int) bool) {
 		t.Helper()
 		clock.Advance(time.Second)
-		attempts(f, n, throttled)
-		require.NoError(t, f.refresh(context.Background()))
+		for _, f := range fleets {
+			attempts(f, n, throttled)
+			require.NoError(t, f.refresh(context.Background()))
+		}
 	}
 }
 
@@ -204,7 +207,7 @@ func TestLearnedCapacity(t *testing.T) {
 	rdb := srv.client(t)
 	clock := newVClock()
 	a := newTestFleet(t, rdb, "learn", clock, WithMember("a"), WithExactBelow(0))
-	step := stepper(t, a, clock, 100)
+	step := stepper(t, clock, 100, a)
 	for range 3 {
 		step(nil)
 	}
@@ -251,7 +254,7 @@ func TestLearnedCapacitySpacesFirst(t *testing.T) {
 			clock := newVClock()
 			a := newTestFleet(t, rdb, "learn-spaced-"+strings.ReplaceAll(tc.name, " ", "-"), clock, WithMember("a"))
 			require.Greater(t, float64(DefaultExactBelow), 20.0)
-			step := stepper(t, a, clock, 20)
+			step := stepper(t, clock, 20, a)
 			for range 3 {
 				step(nil)
 			}
@@ -294,7 +297,7 @@ func TestLearnedProbeEndsOnAThrottle(t *testing.T) {
 				opts = append(opts, WithExactBelow(0))
 			}
 			a := newTestFleet(t, rdb, "learn-probe-"+tc.name, clock, opts...)
-			step := stepper(t, a, clock, 20)
+			step := stepper(t, clock, 20, a)
 			for range 3 {
 				step(nil)
 			}
@@ -342,7 +345,7 @@ func TestLearnedCauseTest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := newVClock()
 			a := newTestFleet(t, rdb, "learn-cause-"+tc.name, clock, WithMember("a"))
-			step := stepper(t, a, clock, 20)
+			step := stepper(t, clock, 20, a)
 			for range 3 {
 				step(nil)
 			}
@@ -396,7 +399,7 @@ func TestLearnedCapacitySlowFleet(t *testing.T) {
 	// 3 attempts a second, 2 of them throttled: the cut waits for 20
 	// attempts in all, 7 intervals (the first counts from the first
 	// refresh, so the seventh report completes them).
-	step := stepper(t, a, clock, 3)
+	step := stepper(t, clock, 3, a)
 	for i := 1; i <= 7; i++ {
 		step(func(i int) bool { return i < 2 })
 		if i < 7 {
@@ -413,10 +416,8 @@ func TestRetryBudget(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
 	clock := newVClock()
-	ctx := context.Background()
-	// fleet makes four members of a fleet named name; second makes each
-	// send perSecond first attempts in the next second and refresh; and
-	// granted adds up the members' grants, which their quotas hold.
+	// fleet makes four members of a fleet named name, and granted adds up
+	// their grants, which their quotas hold.
 	fleet := func(name string) []*Fleet {
 		var fleets []*Fleet
 		for _, id := range []string{"a", "b", "c", "d"} {
@@ -424,13 +425,6 @@ func TestRetryBudget(t *testing.T) {
 				WithRetryBudget(0.2, 1, 10*time.Second)))
 		}
 		return fleets
-	}
-	second := func(fleets []*Fleet, perSecond int) {
-		clock.Advance(time.Second)
-		for _, f := range fleets {
-			attempts(f, perSecond, nil)
-			require.NoError(t, f.refresh(ctx))
-		}
 	}
 	granted := func(fleets []*Fleet) int {
 		total := 0
@@ -444,8 +438,9 @@ func TestRetryBudget(t *testing.T) {
 	// Each member sends 100 first attempts a second: the budget over 10 s
 	// is the larger of 0.2 * 4 * 100 * (seconds so far) and 1 * 10.
 	fleets := fleet("budget")
+	second := stepper(t, clock, 100, fleets...)
 	for range 3 {
-		second(fleets, 100)
+		second(nil)
 	}
 	// The last epoch closed at a's third refresh: 9 reports of 100 first
 	// attempts each.
@@ -461,15 +456,16 @@ func TestRetryBudget(t *testing.T) {
 		}
 		spent++
 	}
-	second(fleets, 100)
+	second(nil)
 	// 13 reports of 100 attempts, spent of them retries.
 	assert.InDelta(t, 0.2*float64(1300-spent)-float64(spent), granted(fleets), 6)
 
 	// A fleet that sends little: 4 members, one first attempt a second
 	// each. The ratio allows 0.2 * 4 * 3 retries; the floor, 10.
 	fleets = fleet("budget-low")
+	second = stepper(t, clock, 1, fleets...)
 	for range 3 {
-		second(fleets, 1)
+		second(nil)
 	}
 	assert.InDelta(t, 10, granted(fleets), 4, "a fleet that sends little gets the floor")
 }
