@@ -156,8 +156,13 @@ func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wa
 	if f.cfg.rate > 0 {
 		configured = f.cfg.rate * (1 - f.cfg.headroom)
 	}
+	// The throttles seen since the last call, which end a probe of a
+	// learned rate at once (see gcra.lua).
+	seen := f.limiter.Stats().Throttles
+	throttled := max(seen-f.toldThrottles.Swap(seen), 0)
 	reply, err := gcraScript.Run(ctx, f.rdb, f.slots, max(maxWait, 0).Microseconds(), f.cfg.burst, f.scriptNow(),
-		f.cfg.member, fmtFloat(share), localBurst(share), f.cfg.maxWait.Microseconds(), fmtFloat(configured)).Slice()
+		f.cfg.member, fmtFloat(share), localBurst(share), f.cfg.maxWait.Microseconds(), fmtFloat(configured),
+		throttled, fmtFloat(f.cfg.start), f.cooldown().Microseconds(), fmtFloat(learnMinRate)).Slice()
 	if err != nil {
 		return 0, 0, err
 	}

@@ -154,6 +154,7 @@ func TestHostileState(t *testing.T) {
 		{"cap": "1e308", "w": "1e308", "cut": "1e30"},
 		{"cap": "5", "w": "5", "q": "nan", "qn": "0", "qend": "1e300", "test": "0 -1 nan 1e308"},
 		{"q": "1e308", "qn": "-5", "test": "5 9 0.5 4"}, {"q": "0.9", "qn": "1e-300", "qend": "1e17", "test": "x y z w"},
+		{"cap": "5", "w": "4", "cut": "0", "probed": "nan"}, {"cap": "5", "w": "4", "probed": "1e308"}, {"probed": "-1", "q": "0", "qend": "0"},
 	} {
 		for k, v := range bad {
 			require.NoError(t, rdb.HSet(ctx, l.keys[1], k, v).Err())
@@ -163,6 +164,10 @@ func TestHostileState(t *testing.T) {
 		require.NoError(t, l.refresh(ctx), "%v", bad)
 		s := l.Stats()
 		assert.True(t, s.Share > 0 && (math.IsInf(s.Share, 1) || s.Share <= s.Capacity), "share %v of %v from %v", s.Share, s.Capacity, bad)
+		// A throttle told to exact admission (which may end a probe).
+		l.limiter.Update(true)
+		_, _, err := l.reserve(ctx, time.Second)
+		require.NoError(t, err, "%v", bad)
 	}
 }
 

@@ -67,7 +67,10 @@
 // once the curve is past w, the first throttle ends the probe: sends
 // spaced one by one are not throttled below the service's rate but for
 // the spread of latency, so one throttle there says the rate was found.
-// The fleet cuts, keeping w unless the throttles were significant.
+// The fleet cuts, keeping w unless the throttles were significant. The
+// process that saw the throttle tells Redis with its next attempt, and the
+// fleet's sends go back to 90% of w at once; the cut's estimate is made at
+// the end of the interval, on the fleet's counts.
 //
 // Under exact admission a significant cut is tested: throttles from
 // congestion fall when the fleet sends less (a service that accepted a
@@ -192,6 +195,9 @@ type Fleet struct {
 	// exact admission the fleet's next free slot was, in nanoseconds: the
 	// sends booked and still to come then (see fallBackLocked).
 	lead atomic.Int64
+	// toldThrottles is the limiter's count of throttles when this process
+	// last called Redis under exact admission.
+	toldThrottles atomic.Int64
 
 	mu sync.Mutex
 	ls leaseState

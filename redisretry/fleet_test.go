@@ -318,9 +318,28 @@ func TestLearnedProbeEndsOnAThrottle(t *testing.T) {
 				step(nil)
 			}
 			probe := a.Stats().Capacity
+			if tc.exact {
+				// The process tells exact admission of the throttle with
+				// its next attempt: the fleet's sends go back to 90% of
+				// the estimate at once, not at the end of the interval.
+				a.limiter.Update(true)
+				_, _, err := a.reserve(ctx, time.Second)
+				require.NoError(t, err)
+				field := func(name string) float64 {
+					v, err := rdb.HGet(ctx, a.keys[1], name).Float64()
+					require.NoError(t, err, name)
+					return v
+				}
+				assert.InDelta(t, learnStart*w, field("cap"), 1e-6, "the fleet's sends at once")
+				assert.InDelta(t, probe, field("probed"), 1e-6, "the capacity probed, for the cut")
+				_, _, err = a.reserve(ctx, time.Second)
+				require.NoError(t, err)
+				assert.InDelta(t, learnStart*w, field("cap"), 1e-6, "told once")
+			}
 			step(func(i int) bool { return i == 0 })
 			if tc.exact {
 				assert.InDelta(t, learnStart*w, a.Stats().Capacity, 1e-6, "the probe ends: 90% of the estimate, kept")
+				assert.Empty(t, rdb.HGet(ctx, a.keys[1], "probed").Val(), "the cut made")
 			} else {
 				assert.Greater(t, a.Stats().Capacity, probe, "one throttle in 100 attempts is noise: the probe goes on")
 			}

@@ -18,6 +18,9 @@
 -- ARGV[8]  the configured capacity (sends per second), used when the state
 --          holds none (Redis restarted empty); 0 when the capacity is
 --          learned
+-- ARGV[9]  the throttles the member saw since its last call; ARGV[10]
+--          learning: start, ARGV[11] cooldown (microseconds), ARGV[12]
+--          the least capacity learned (see refresh.lua)
 --
 -- Returns {admitted, wait in microseconds, capacity, lead}: admitted 1, the
 -- attempt goes after the wait; 0, it may not go within the longest wait;
@@ -39,7 +42,10 @@ local share = num(ARGV[5], 0, 1e15)
 local mburst = num(ARGV[6], 1, 1e9)
 local horizon = num(ARGV[7], 0, 1e15)
 local configured = num(ARGV[8], 0, 1e15)
-if maxwait == nil or burst == nil or share == nil or mburst == nil or horizon == nil or configured == nil then
+local throttled, start = num(ARGV[9], 0, 1e15), num(ARGV[10], 0, 1)
+local cooldown, minrate = num(ARGV[11], 0, 1e15), num(ARGV[12], 0, 1e15)
+if maxwait == nil or burst == nil or share == nil or mburst == nil or horizon == nil or configured == nil or
+  throttled == nil or start == nil or cooldown == nil or minrate == nil then
   error('redisretry: gcra arguments out of range')
 end
 local now = num(ARGV[3], 0, 1e18)
@@ -49,9 +55,27 @@ if now == nil then
 end
 local fmt = '%.17g'
 
-local f = redis.call('HMGET', KEYS[1], 'cap', 'tat')
+local f = redis.call('HMGET', KEYS[1], 'cap', 'tat', 'w', 'q', 'qend', 'cut', 'probed')
 local cap = num(f[1], -1, 1e15)
-if configured > 0 then cap = configured end
+if configured > 0 then
+  cap = configured
+elseif throttled > 0 and cap ~= nil and (f[7] or '') == '' then
+  -- A learned rate past its estimate w is a probe, and the first throttle
+  -- ends it (see refresh.lua): here at once, not at the end of the
+  -- interval, once the member that saw it reported it, so that the fleet
+  -- does not send above the rate found for another interval or two. The
+  -- sends go back to where the cut restarts (start*w), and the capacity
+  -- probed waits for the cut, made at the end of the interval on the
+  -- fleet's counts.
+  local w, q, qend = num(f[3], 0, 1e15) or 0, num(f[4], 0, 1) or 0, num(f[5], 0, 1e18) or 0
+  if now >= qend then q = 0 end
+  local cut = num(f[6], 0, 1e18) or now
+  if w > 0 and q == 0 and cap > w and now >= cut + cooldown then
+    local probed = cap
+    cap = math.max(start * w, minrate)
+    redis.call('HSET', KEYS[1], 'cap', string.format(fmt, cap), 'probed', string.format(fmt, probed))
+  end
+end
 -- The lead of a slot time: how far ahead of now it is, 0 if not a time
 -- ahead within any wait.
 local function lead(t)

@@ -76,7 +76,7 @@ if now == nil then
 end
 
 local f = redis.call('HMGET', statekey, 'end', 'start', 'cap', 'cut', 'w', 'level', 'extra',
-  'heldsum', 'a', 't', 'x', 'ring', 'budget', 'asum', 'ev', 'q', 'qn', 'qend', 'test')
+  'heldsum', 'a', 't', 'x', 'ring', 'budget', 'asum', 'ev', 'q', 'qn', 'qend', 'test', 'probed')
 local epochEnd = num(f[1], 0, 1e18)
 local epochStart = num(f[2], 0, 1e18) or now
 local cap = num(f[3], -1, BIG) or -1 -- -1: no limit learned yet
@@ -106,6 +106,11 @@ if configured > 0 then
 elseif cap < minrate then
   cap = -1 -- no learned rate is that low: not one of ours
 end
+-- probed: the capacity of a probe that exact admission ended at its first
+-- throttle, sending at start*w since (see gcra.lua); the cut at the end of
+-- the interval is made from it, as if the throttle were counted here.
+local probedField = f[20] or ''
+local probed = num(probedField, 0, BIG)
 
 -- This call's counts join the epoch's.
 ea, et, ex = ea + attempts, et + throttles, ex + retries
@@ -174,6 +179,7 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
   -- w*(1 + growth*(t - k)^3), with k = cbrt((1 - start)/growth). Never
   -- beyond twice what the fleet sent.
   if configured == 0 then
+    if probed ~= nil and cap >= 0 then cap = probed end
     local sent = ea / dur
     local sa, st, sd = ea, et, dur
     evs = {}
@@ -224,9 +230,11 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
     -- rate that has risen; spaced sends are not throttled below the
     -- service's rate (but for the spread of latency), so the first
     -- throttle ends the probe: a cut that keeps the estimate, unless the
-    -- throttles are significant.
+    -- throttles are significant. Exact admission ends it as soon as a
+    -- member tells it of the throttle (probed), and the cut is made here
+    -- even if no member has reported the throttle yet.
     local probing = not resumed and q == 0 and w > 0 and cap > w and cap <= exactbelow
-    if et > 0 and (probing or significant) and (cap < 0 or now >= cut + cooldown) then
+    if (et > 0 or probed ~= nil) and (probing or significant) and (cap < 0 or now >= cut + cooldown) then
       if cap < 0 and sent >= minrate and sent <= exactbelow then
         -- The first throttles. Sends that arrive at random are throttled
         -- well below the rate of a service that holds little burst, so
@@ -320,6 +328,7 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
 
   epochStart, epochEnd = now, now + interval
   ea, et, ex = 0, 0, 0
+  probedField = ''
   end
 end
 
@@ -357,7 +366,8 @@ redis.call('HSET', statekey, 'end', string.format('%.17g', epochEnd), 'start', s
   'x', string.format('%.17g', ex), 'ring', ring, 'budget', string.format('%.17g', budget),
   'asum', string.format('%.17g', asum), 'ev', ev, 'q', string.format('%.17g', q),
   'qn', string.format('%.17g', qn), 'qend', string.format('%.17g', qend),
-  'test', testing and string.format('%.17g %.17g %.17g %.17g', tsa, tst, tf, tcap) or '')
+  'test', testing and string.format('%.17g %.17g %.17g %.17g', tsa, tst, tf, tcap) or '',
+  'probed', probedField)
 -- A fleet that stops calling leaves nothing behind.
 local ttl = math.ceil(math.max(lease, window) * 4 / 1000)
 redis.call('PEXPIRE', members, ttl)
