@@ -76,13 +76,14 @@
 // congestion fall when the fleet sends less (a service that accepted a
 // share 1-p of the rate r throttles 1-(1-p)r/r' of a lower rate r'), and
 // throttles that do not depend on the load (a hot key, a quota of some
-// other kind) stay at p. Once the cooldown is over and the fleet has made
-// 40 attempts since the cut, the nearer of the two decides; if the
-// throttles stayed, and did not fall significantly, the fleet goes back
-// to the capacity before the cut and, for a minute, takes that share, not
-// 2%, for noise (the share is an estimate, and its variance counts), and
-// a throttle past w no longer ends a probe. Then it tests again at the
-// next cut.
+// other kind) stay at p. Once the cooldown is over and the evidence (the
+// last five intervals, or more while they hold fewer than 20 attempts)
+// holds 40 attempts, the nearer of the two decides (a fleet sending fewer
+// than 8 a second does not test its cuts); if the throttles stayed, and
+// did not fall significantly, the fleet goes back to the capacity before
+// the cut and, for a minute, takes that share, not 2%, for noise (the
+// share is an estimate, and its variance counts), and a throttle past w
+// no longer ends a probe. Then it tests again at the next cut.
 //
 // Under exact admission the first throttles do not set w: sends that
 // arrive at random are throttled well below the rate of a service that
