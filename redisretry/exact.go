@@ -77,6 +77,17 @@ func (f *Fleet) admit(ctx context.Context) error {
 	start := time.Now()
 	for {
 		left := maxWait - time.Since(start)
+		if d, refuse := f.heldBack(left); refuse || d > 0 {
+			// Redis would refuse the attempt, or ask it to wait.
+			f.refusals.Add(1)
+			if refuse {
+				return fmt.Errorf("%w: no send slot within %v (redisretry.WithMaxWait %v)", retry.ErrRateLimited, left, maxWait)
+			}
+			if err := sleep(ctx, d); err != nil {
+				return fmt.Errorf("redisretry: waiting for a send slot: %w", err)
+			}
+			continue
+		}
 		res, wait, err := f.reserve(ctx, left)
 		switch {
 		case ctx.Err() != nil:
@@ -103,6 +114,47 @@ func (f *Fleet) admit(ctx context.Context) error {
 			return nil
 		}
 		// Over its share: the process's own next slot is due now.
+	}
+}
+
+// heldBack says what Redis's last answer under exact admission tells of
+// an attempt that may wait left for its slot: refuse it without asking,
+// as Redis would, if the process's own next slot, or the fleet's next free
+// slot, is further away than that; else wait until the process's own slot
+// is due, and then ask. So an admitted attempt costs one call, and a
+// process held to its share asks no more often than it is admitted. (The
+// fleet's next free slot only moves further away as others book theirs;
+// see keepHeldBack for what a new lease changes.) A process that saw a
+// throttle Redis was not told of asks at once: the throttle may end a
+// probe of a learned rate (see gcra.lua).
+func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool) {
+	if f.limiter.Stats().Throttles > f.toldThrottles.Load() {
+		return 0, false
+	}
+	now := f.clock.Now().UnixNano()
+	own, free := f.ownAt.Load(), f.freeAt.Load()
+	if own != 0 {
+		wait = max(time.Duration(own-now), 0)
+	}
+	fleet := time.Duration(0)
+	if free != 0 {
+		fleet = time.Duration(free - now)
+	}
+	return wait, wait > left || fleet > left
+}
+
+// booked records how far ahead of now the fleet's next free slot under
+// exact admission is, as Redis said: the lead that a process that loses
+// Redis waits out (see fallBackLocked), and, less what the fleet's burst
+// lets go at once at capacity, when an attempt could next be admitted
+// (see heldBack).
+func (f *Fleet) booked(now time.Time, lead time.Duration, capacity float64) {
+	f.lead.Store(int64(min(lead, f.cfg.maxWait+time.Second)))
+	f.freeAt.Store(0)
+	if capacity > 0 && !math.IsInf(capacity, 1) {
+		if free := lead - time.Duration(float64(f.cfg.burst-1)/capacity*float64(time.Second)); free > 0 {
+			f.freeAt.Store(now.Add(free).UnixNano())
+		}
 	}
 }
 
@@ -166,18 +218,31 @@ func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wa
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(reply) != 4 {
-		return 0, 0, fmt.Errorf("%w: %d values, want 4", errBadReply, len(reply))
+	if len(reply) != 5 {
+		return 0, 0, fmt.Errorf("%w: %d values, want 5", errBadReply, len(reply))
 	}
 	r, _ := reply[0].(int64)
 	w, werr := strconv.ParseFloat(fmt.Sprint(reply[1]), 64)
 	ahead, aerr := strconv.ParseFloat(fmt.Sprint(reply[3]), 64)
-	if werr != nil || aerr != nil || !(w >= 0 && w <= maxRate) || !(ahead >= 0 && ahead <= maxRate) || r < slotRefused || r > slotOverShare ||
+	own, oerr := strconv.ParseFloat(fmt.Sprint(reply[4]), 64)
+	if werr != nil || aerr != nil || oerr != nil || !(w >= 0 && w <= maxRate) || !(ahead >= 0 && ahead <= maxRate) ||
+		!(own >= 0 && own <= maxRate) || r < slotRefused || r > slotOverShare ||
 		r == slotReserved && w > float64(max(maxWait, 0).Microseconds())+1 {
 		return 0, 0, fmt.Errorf("%w: %v", errBadReply, reply)
 	}
 	wait = time.Duration(w * float64(time.Microsecond))
-	f.lead.Store(int64(min(time.Duration(ahead*float64(time.Microsecond)), f.cfg.maxWait+time.Second)))
+	// What the answer says of the next attempts (see heldBack): when this
+	// process's own next slot is due, and when the fleet's next free slot
+	// is (the slots booked ahead, less the fleet's burst).
+	now := f.clock.Now()
+	f.ownAt.Store(0)
+	if own > 0 {
+		// Rounded up: Redis's clock counts whole microseconds, and a slot
+		// is due once it reads the slot's time.
+		f.ownAt.Store(now.Add(time.Duration(math.Ceil(own)+1) * time.Microsecond).UnixNano())
+	}
+	c, _ := strconv.ParseFloat(fmt.Sprint(reply[2]), 64) // -1 when no rate is known
+	f.booked(now, time.Duration(ahead*float64(time.Microsecond)), c)
 	if r != slotReserved {
 		f.refusals.Add(1)
 	}

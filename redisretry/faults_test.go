@@ -177,29 +177,31 @@ func TestParseLeaseRejects(t *testing.T) {
 	f := &Fleet{cfg: defaults()}
 	f.cfg.rate = 5
 	for _, res := range [][]string{
-		{"1", "0", "1", "4.375", "1"},
-		{"1", "0", "1", "4.375", "1", "0"},
-		{"nan", "0", "1", "4.375", "1", "1"},
-		{"-2", "0", "1", "4.375", "1", "1"},
-		{"5", "0", "1", "4.375", "1", "1"},
-		{"1", "-1", "1", "4.375", "1", "1"},
-		{"1", "0", "0", "4.375", "1", "1"},
-		{"1", "0", "1", "100", "1", "1"},
-		{"1", "inf", "1", "4.375", "1", "1"},
-		{"1e300", "0", "1", "1e300", "1", "1"},
-		{"-1", "0", "1", "4.375", "1", "1"},
+		{"1", "0", "1", "4.375", "1", "1"},
+		{"1", "0", "1", "4.375", "1", "1", "-1"},
+		{"1", "0", "1", "4.375", "1", "1", "nan"},
+		{"1", "0", "1", "4.375", "1", "0", "0"},
+		{"nan", "0", "1", "4.375", "1", "1", "0"},
+		{"-2", "0", "1", "4.375", "1", "1", "0"},
+		{"5", "0", "1", "4.375", "1", "1", "0"},
+		{"1", "-1", "1", "4.375", "1", "1", "0"},
+		{"1", "0", "0", "4.375", "1", "1", "0"},
+		{"1", "0", "1", "100", "1", "1", "0"},
+		{"1", "inf", "1", "4.375", "1", "1", "0"},
+		{"1e300", "0", "1", "1e300", "1", "1", "0"},
+		{"-1", "0", "1", "4.375", "1", "1", "0"},
 	} {
 		_, err := f.parseLease(res)
 		assert.ErrorIs(t, err, errBadReply, "%q", res)
 	}
-	l, err := f.parseLease([]string{"2", "7", "3", "4.375", "-1", "1"})
+	l, err := f.parseLease([]string{"2", "7", "3", "4.375", "-1", "1", "250000"})
 	require.NoError(t, err)
-	assert.Equal(t, lease{share: 2, capacity: 4.375, grant: 7, members: 3, seq: 1}, l)
-	l, err = f.parseLease([]string{"2", "0.25", "3", "4.375", "-1", "1"})
+	assert.Equal(t, lease{share: 2, capacity: 4.375, grant: 7, members: 3, seq: 1, lead: 250 * time.Millisecond}, l)
+	l, err = f.parseLease([]string{"2", "0.25", "3", "4.375", "-1", "1", "0"})
 	require.NoError(t, err)
 	assert.Equal(t, 0.25, l.grant, "a fraction of a token")
 	f.cfg.rate = 0
-	l, err = f.parseLease([]string{"-1", "0", "1", "-1", "-1", "1"})
+	l, err = f.parseLease([]string{"-1", "0", "1", "-1", "-1", "1", "0"})
 	require.NoError(t, err)
 	assert.True(t, math.IsInf(l.share, 1) && math.IsInf(l.capacity, 1))
 }
@@ -240,6 +242,81 @@ func TestCommandsPerProcess(t *testing.T) {
 		require.NoError(t, exact.refresh(ctx))
 	}
 	assert.Equal(t, int64(10+40), commandCalls(t, rdb, "evalsha")-before, "exact: one more call per attempt")
+}
+
+// TestExactOneCallPerAdmission: under exact admission a process held to
+// its share asks Redis only when its own next slot is due, as Redis said
+// with its last answer: an attempt that could not have its slot within
+// its wait is refused without a call, and one that can waits and then
+// costs one call. A throttle Redis was not told of is told at once. (The
+// share is 20 a second, 50 ms a slot; the calls are counted on the real
+// clock, the waits on virtual time.)
+func TestExactOneCallPerAdmission(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	opts := []Option{WithRate(20), WithHeadroom(0), WithMember("a")}
+	f, err := newFleet(rdb, "one-call", opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	require.NoError(t, f.refresh(ctx))
+	require.True(t, f.Stats().Exact)
+	require.NoError(t, f.admit(ctx)) // loads the script
+	before := commandCalls(t, rdb, "evalsha")
+	for range 5 {
+		require.NoError(t, f.admit(ctx))
+	}
+	assert.Equal(t, int64(5), commandCalls(t, rdb, "evalsha")-before, "one call per admitted attempt (each waits for its slot first)")
+
+	clock := newVClock()
+	v := newTestFleet(t, rdb, "one-call-virtual", clock, opts...)
+	require.NoError(t, v.refresh(ctx))
+	res, _, err := v.reserve(ctx, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, slotReserved, res)
+	slot := 50*time.Millisecond + time.Microsecond // rounded up: Redis's clock counts whole microseconds
+	wait, refuse := v.heldBack(time.Second)
+	assert.Equal(t, slot, wait, "until the process's own next slot")
+	assert.False(t, refuse)
+	_, refuse = v.heldBack(slot - time.Microsecond)
+	assert.True(t, refuse, "not due within the wait")
+	before = commandCalls(t, rdb, "evalsha")
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, v.admit(short), retry.ErrRateLimited)
+	assert.Zero(t, commandCalls(t, rdb, "evalsha")-before, "refused without a call")
+	clock.Advance(slot)
+	wait, refuse = v.heldBack(0)
+	assert.True(t, wait == 0 && !refuse, "due: ask")
+	res, _, err = v.reserve(ctx, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, slotReserved, res, "Redis agrees")
+
+	v.limiter.Update(true)
+	wait, refuse = v.heldBack(0)
+	assert.True(t, wait == 0 && !refuse, "a throttle to tell: ask at once")
+
+	// A share of 0.2 a second: the next slot 5 s ahead, further than any
+	// wait. A lease with a share under which Redis would give it now (5 s
+	// is more than the 2 s wait and a slot at 10 a second) forgets it.
+	slow := newTestFleet(t, rdb, "one-call-slow", clock, WithRate(0.2), WithHeadroom(0), WithMember("a"))
+	require.NoError(t, slow.refresh(ctx))
+	res, _, err = slow.reserve(ctx, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, slotReserved, res)
+	keep := func(share float64) {
+		slow.mu.Lock()
+		defer slow.mu.Unlock()
+		slow.keepHeldBack(clock.Now(), lease{share: share, capacity: share})
+	}
+	keep(0.2)
+	wait, _ = slow.heldBack(time.Minute)
+	assert.Equal(t, 5*time.Second+time.Microsecond, wait, "kept")
+	keep(10)
+	assert.Zero(t, slow.ownAt.Load(), "forgotten")
+	res, _, err = slow.reserve(ctx, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, slotOverShare, res, "with the share Redis holds (0.2), the slot is not due")
 }
 
 // isTimeout reports whether err is a timeout: go-redis reports a deadline

@@ -199,6 +199,10 @@ type Fleet struct {
 	// toldThrottles is the limiter's count of throttles when this process
 	// last called Redis under exact admission.
 	toldThrottles atomic.Int64
+	// ownAt is when this process's own next slot under exact admission is
+	// due, and freeAt when the fleet's next free slot is, as Redis last
+	// said (UnixNano on the Fleet's clock; 0: unknown). See heldBack.
+	ownAt, freeAt atomic.Int64
 
 	mu sync.Mutex
 	ls leaseState

@@ -22,13 +22,16 @@
 --          learning: start, ARGV[11] cooldown (microseconds), ARGV[12]
 --          the least capacity learned (see refresh.lua)
 --
--- Returns {admitted, wait in microseconds, capacity, lead}: admitted 1, the
--- attempt goes after the wait; 0, it may not go within the longest wait;
--- 2, the member is over its share and may ask again after the wait.
+-- Returns {admitted, wait in microseconds, capacity, lead, own}: admitted
+-- 1, the attempt goes after the wait; 0, it may not go within the longest
+-- wait; 2, the member is over its share and may ask again after the wait.
 -- Capacity -1 (no rate known yet) admits without a wait. Lead is how far
 -- ahead of now the fleet's next free slot is, in microseconds: the sends
 -- booked and still to come, which a member that loses Redis waits out
--- before its local limiter sends (see fallBackLocked).
+-- before its local limiter sends (see fallBackLocked). Own is how far
+-- ahead of now the member's own next slot is due, in microseconds (0: due
+-- now, or no share): the member does not ask before then (see
+-- Fleet.ownWait).
 
 local function num(v, lo, hi)
   local n = tonumber(v)
@@ -104,14 +107,16 @@ if share > 0 then
   -- one), or is not a time.
   mtat = num(redis.call('HGET', KEYS[2], ARGV[4]), 0, now + horizon + mstep) or now
   mtat = math.max(mtat, now - late)
-  if mtat > now then return {2, string.format(fmt, mtat - now), string.format(fmt, cap), lead(f[2])} end
+  if mtat > now then
+    return {2, string.format(fmt, mtat - now), string.format(fmt, cap), lead(f[2]), string.format(fmt, mtat - now)}
+  end
   mtat = mtat + mstep
 end
 
 if cap == nil or cap <= 0 then
   -- No rate known yet: the member's share alone bounds it.
   if mtat then redis.call('HSET', KEYS[2], ARGV[4], string.format(fmt, mtat)) end
-  return {1, '0', '-1', '0'}
+  return {1, '0', '-1', '0', string.format(fmt, math.max((mtat or now) - now, 0))}
 end
 local step = 1e6 / cap
 -- A slot time in the past, missing, or further ahead than any wait could
@@ -119,7 +124,8 @@ local step = 1e6 / cap
 local tat = num(f[2], now, now + horizon + burst * step + 1e6) or now
 local send = math.max(now, tat - (burst - 1) * step)
 local wait = send - now
-if wait > maxwait then return {0, string.format(fmt, wait), string.format(fmt, cap), lead(tat)} end
+if wait > maxwait then return {0, string.format(fmt, wait), string.format(fmt, cap), lead(tat), '0'} end
 redis.call('HSET', KEYS[1], 'tat', string.format(fmt, tat + step))
 if mtat then redis.call('HSET', KEYS[2], ARGV[4], string.format(fmt, mtat)) end
-return {1, string.format(fmt, wait), string.format(fmt, cap), lead(tat + step)}
+return {1, string.format(fmt, wait), string.format(fmt, cap), lead(tat + step),
+  string.format(fmt, math.max((mtat or now) - now, 0))}

@@ -248,6 +248,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	f.ls.at, f.ls.attempts, f.ls.throttles, f.ls.refusals = now, r.limiter.Attempts, r.limiter.Throttles, r.limiter.Refusals
 	f.ls.exactRefusals, f.ls.demand, f.ls.heldBack = r.exactRefusals, r.demand, r.heldBack
 	f.ls.fallbackAttempts = r.limiter.Attempts
+	f.keepHeldBack(now, l)
 	f.ls.share, f.ls.capacity, f.ls.members, f.ls.seq = l.share, l.capacity, l.members, l.seq
 	f.ls.until = now.Add(f.cfg.lease)
 	wasDown := f.ls.down
@@ -278,6 +279,9 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		return err // not reached: parseLease checked the share
 	}
 	f.exact.Store(exact)
+	if exact {
+		f.booked(now, l.lead, l.capacity)
+	}
 	// A process with a small part of the fleet's attempts is granted a
 	// fraction of a token: the fractions add up over the refreshes.
 	g := l.grant + f.ls.carry
@@ -285,6 +289,21 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	f.ls.carry = min(max(g-float64(n), 0), 1)
 	f.setGrant(n)
 	return nil
+}
+
+// keepHeldBack forgets what Redis's last answer under exact admission said
+// of the next attempts (see heldBack) where the lease l makes it wrong: as
+// the admission script does, a process's own slot further ahead than any
+// wait and a slot at its new share is due now, and with a lower capacity
+// the fleet's burst lets the next free slot come sooner. f.mu must be held.
+func (f *Fleet) keepHeldBack(now time.Time, l lease) {
+	if own := f.ownAt.Load(); own != 0 && !math.IsInf(l.share, 1) &&
+		time.Duration(own-now.UnixNano()) > f.cfg.maxWait+time.Duration(float64(time.Second)/l.share) {
+		f.ownAt.Store(0)
+	}
+	if f.cfg.burst > 1 && l.capacity < f.ls.capacity {
+		f.freeAt.Store(0)
+	}
 }
 
 // failLocked falls back after a failed call to Redis: no more exact
@@ -392,16 +411,17 @@ type lease struct {
 	share, capacity float64 // +Inf: no limit
 	grant           float64
 	members         int
-	seq             int64 // the member's number, in the order of joining
+	seq             int64         // the member's number, in the order of joining
+	lead            time.Duration // how far ahead exact admission's next free slot is
 }
 
 // parseLease reads the refresh script's reply, and refuses a value that
 // is out of range.
 func (f *Fleet) parseLease(res []string) (lease, error) {
-	if len(res) != 6 {
-		return lease{}, fmt.Errorf("%w: %d values, want 6", errBadReply, len(res))
+	if len(res) != 7 {
+		return lease{}, fmt.Errorf("%w: %d values, want 7", errBadReply, len(res))
 	}
-	vals := make([]float64, 6)
+	vals := make([]float64, 7)
 	for i, s := range res {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < -1 || v > maxRate {
@@ -410,9 +430,10 @@ func (f *Fleet) parseLease(res []string) (lease, error) {
 		vals[i] = v
 	}
 	l := lease{share: vals[0], capacity: vals[3], members: int(vals[2]), seq: int64(vals[5])}
-	if vals[1] < 0 || vals[2] < 1 || vals[5] < 1 {
-		return lease{}, fmt.Errorf("%w: grant %v, members %v, seq %v", errBadReply, vals[1], vals[2], vals[5])
+	if vals[1] < 0 || vals[2] < 1 || vals[5] < 1 || vals[6] < 0 {
+		return lease{}, fmt.Errorf("%w: grant %v, members %v, seq %v, lead %v", errBadReply, vals[1], vals[2], vals[5], vals[6])
 	}
+	l.lead = min(time.Duration(vals[6]*float64(time.Microsecond)), f.cfg.maxWait+time.Second)
 	l.grant = min(vals[1], maxGrant)
 	switch {
 	case l.capacity == -1 && l.share == -1:

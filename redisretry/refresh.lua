@@ -26,9 +26,10 @@
 -- a throttled share found not to depend on the load is tolerated
 -- (microseconds)
 --
--- Returns {share, grant, members, capacity, level, seq}, numbers as
+-- Returns {share, grant, members, capacity, level, seq, lead}, numbers as
 -- strings (share and capacity -1: no limit); seq numbers the members in the
--- order they joined, from 1.
+-- order they joined, from 1; lead is how far ahead of now exact
+-- admission's next free slot is, in microseconds (see gcra.lua).
 
 local BIG = 1e15 -- bounds every rate and count: nothing read back is unbounded
 
@@ -76,7 +77,7 @@ if now == nil then
 end
 
 local f = redis.call('HMGET', statekey, 'end', 'start', 'cap', 'cut', 'w', 'level', 'extra',
-  'heldsum', 'a', 't', 'x', 'ring', 'budget', 'asum', 'ev', 'q', 'qn', 'qend', 'test', 'probed')
+  'heldsum', 'a', 't', 'x', 'ring', 'budget', 'asum', 'ev', 'q', 'qn', 'qend', 'test', 'probed', 'tat')
 local epochEnd = num(f[1], 0, 1e18)
 local epochStart = num(f[2], 0, 1e18) or now
 local cap = num(f[3], -1, BIG) or -1 -- -1: no limit learned yet
@@ -374,5 +375,7 @@ redis.call('PEXPIRE', members, ttl)
 redis.call('PEXPIRE', statekey, ttl)
 redis.call('PEXPIRE', KEYS[3], ttl)
 
+local tat = num(f[21], now, now + BIG) or now
 return {string.format('%.17g', share), string.format('%.17g', grant), tostring(count),
-  string.format('%.17g', cap), string.format('%.17g', level), string.format('%d', seq)}
+  string.format('%.17g', cap), string.format('%.17g', level), string.format('%d', seq),
+  string.format('%.17g', tat - now)}
