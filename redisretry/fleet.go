@@ -45,7 +45,10 @@
 // (a fraction of a millisecond on a local network, against 20 ms or more
 // between sends) reserves the next slot of the fleet's rate, within the
 // process's own share, so the fleet's sends are spaced as one client's
-// would be and the slots go round the fleet fairly.
+// would be and the slots go round the fleet fairly. Each answer says when
+// the process's own next slot is due, and a process asks no sooner: an
+// attempt that could not have its slot within its wait is refused without
+// a call, and an admitted one costs one call.
 //
 // # Knowing the limit
 //
@@ -193,8 +196,9 @@ type Fleet struct {
 	exact    atomic.Bool
 	refusals atomic.Int64
 	// lead is how far ahead of this process's last call to Redis under
-	// exact admission the fleet's next free slot was, in nanoseconds: the
-	// sends booked and still to come then (see fallBackLocked).
+	// exact admission (an admission or a lease) the fleet's next free slot
+	// was, in nanoseconds: the sends booked and still to come then (see
+	// fallBackLocked).
 	lead atomic.Int64
 	// toldThrottles is the limiter's count of throttles when this process
 	// last called Redis under exact admission.

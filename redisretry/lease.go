@@ -337,8 +337,9 @@ func (f *Fleet) failLocked(now time.Time, r report, err error) {
 // configured rate. After exact admission (wasExact), sends Redis booked
 // for the fleet may still be to come, up to the longest wait ahead: the
 // local limiter's first slot is the process's slot on the fleet's grid
-// (see phaseAt) once those are done, as far ahead of now as they were of
-// this process's last call to Redis. (Not as far as they were then: while
+// (see phaseAt) once those are done, as far ahead of now as they were at
+// this process's last call to Redis, an admission or a lease. (Not as far
+// as they were then: while
 // the fleet asks for more than its rate, the others book on after that
 // call and the bookings keep their lead, up to the longest wait. Counted
 // from that call, local sends started under bookings made since, and the
