@@ -31,7 +31,7 @@
 -- before its local limiter sends (see fallBackLocked). Own is how far
 -- ahead of now the member's own next slot is due, in microseconds (0: due
 -- now, or no share): the member does not ask before then (see
--- Fleet.ownWait).
+-- Fleet.heldBack).
 
 local function num(v, lo, hi)
   local n = tonumber(v)

@@ -339,17 +339,16 @@ func (f *Fleet) failLocked(now time.Time, r report, err error) {
 // local limiter's first slot is the process's slot on the fleet's grid
 // (see phaseAt) once those are done, as far ahead of now as they were at
 // this process's last call to Redis, an admission or a lease. (Not as far
-// as they were then: while
-// the fleet asks for more than its rate, the others book on after that
-// call and the bookings keep their lead, up to the longest wait. Counted
-// from that call, local sends started under bookings made since, and the
-// busiest second of the Route 53 simulation went from 1.2x to 1.4x the
-// limit.) The fleet's sends then follow each other at its rate, as when
-// Redis spaced them: what was booked goes first, then each process on its
-// own slots, which the members' places on the grid spread evenly; a burst
-// of two, which the local algorithm keeps after the lease (see
-// retry.Assignment.Burst), keeps a process's place when it misses a slot
-// by a moment. f.mu must be held.
+// as they were then: while the fleet asks for more than its rate, the
+// others book on after that call and the bookings keep their lead, up to
+// the longest wait. Counted from that call, local sends started under
+// bookings made since, and the busiest second of the Route 53 simulation
+// went from 1.2x to 1.4x the limit.) The fleet's sends then follow each
+// other at its rate, as when Redis spaced them: what was booked goes
+// first, then each process on its own slots, which the members' places on
+// the grid spread evenly; a burst of two, which the local algorithm keeps
+// after the lease (see retry.Assignment.Burst), keeps a process's place
+// when it misses a slot by a moment. f.mu must be held.
 func (f *Fleet) fallBackLocked(now time.Time, wasExact bool) {
 	f.ls.down = true
 	f.exact.Store(false)

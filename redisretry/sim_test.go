@@ -672,8 +672,8 @@ func TestJoinLeave(t *testing.T) {
 // outage, the shares back within two intervals. The test prints the
 // busiest second, the seconds above 1.2x, the use and the shares over
 // seeds 1-5, and the busiest second and the seconds above 1.2x over seeds
-// 1-20 as well. It holds what the design reaches: at least 80% used on
-// every seed; no second above 1.4x on seeds 1-5, and over seeds 1-20 at
+// 1-20 as well. It holds what the design reaches: at least 80% used and
+// no second above 1.4x on seeds 1-5, and over seeds 1-20 at
 // most 1% of the seconds above 1.2x, no two seconds above 1.3x, and
 // nothing throttled during the outage. (A second of 7 sends comes where
 // processes that had no request waiting for a slot send it when the next
