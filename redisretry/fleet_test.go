@@ -263,6 +263,8 @@ func TestLearnedCapacitySpacesFirst(t *testing.T) {
 			// is not the estimate; the sends are spaced at the 20 sent.
 			step(func(i int) bool { return i%5 < 3 })
 			assert.InDelta(t, 20, a.Stats().Capacity, 1e-6, "spaced at the rate sent")
+			require.True(t, a.Stats().Exact)
+			assert.Equal(t, a.limiter.Stats().Throttles, a.toldThrottles.Load(), "the throttles under leases are not told to exact admission")
 			cooldown := a.cooldown()
 			for at := time.Second; at <= cooldown; at += time.Second {
 				step(tc.throttled)

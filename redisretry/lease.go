@@ -278,6 +278,11 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	if err := f.limiter.Assign(a); err != nil {
 		return err // not reached: parseLease checked the share
 	}
+	if exact && !f.exact.Load() {
+		// Throttles seen before exact admission are not told to it: they
+		// were counted in the lease's reports.
+		f.toldThrottles.Store(r.limiter.Throttles)
+	}
 	f.exact.Store(exact)
 	if exact {
 		f.booked(now, l.lead, l.capacity)
