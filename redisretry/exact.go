@@ -81,7 +81,7 @@ func (f *Fleet) admit(ctx context.Context) error {
 			// Redis would refuse the attempt, or ask it to wait.
 			f.refusals.Add(1)
 			if refuse {
-				return fmt.Errorf("%w: no send slot within %v (redisretry.WithMaxWait %v)", retry.ErrRateLimited, left, maxWait)
+				return fmt.Errorf("%w: no send slot within %v (redisretry.WithMaxWait %v)", retry.ErrRateLimited, max(left, 0), maxWait)
 			}
 			if err := sleep(ctx, d); err != nil {
 				return fmt.Errorf("redisretry: waiting for a send slot: %w", err)
