@@ -74,6 +74,7 @@ type simResult struct {
 	maxSendRate                  float64 // the largest send rate of a 1-s window, over the rate
 	shares                       []float64
 	redisCalls                   int64
+	admissions, admitted         int // exact admission's calls and the attempts it admitted, after the warm-up
 	windows                      map[int][2]int // second -> attempts, throttled
 	snapshots                    [][]float64    // the live members' shares at each snapshot
 	procs                        []simProc      // each process's counts at the end
@@ -187,6 +188,7 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 	procs := make([]*simProc, len(shape.demands))
 	measured := func() bool { return s.now() >= shape.warmup }
 	var res simResult
+	result := &res // for the closures below, in which res is exact admission's answer
 	windows := map[int][2]int{} // second -> attempts, throttled
 	down := func() bool { return s.now() >= shape.redisDown[0] && s.now() < shape.redisDown[1] }
 	callsBefore := commandCalls(t, rdb, "evalsha")
@@ -307,6 +309,12 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				return
 			}
 			res, wait, err := p.fleet.reserve(ctx, deadline-s.now())
+			if measured() {
+				result.admissions++
+				if res == slotReserved {
+					result.admitted++
+				}
+			}
 			switch {
 			case err != nil:
 				t.Fatal(err)
@@ -507,10 +515,10 @@ func TestRoute53Targets(t *testing.T) {
 	rdb := srv.client(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n20 processes wanting 1 req/s each, one 5 req/s limit, latency 20-50 ms each way, 120 s after 10 s of warm-up, seeds 1-5 (min-max)\n")
-	fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %s\n", "burst", "mode", "throttled", "limit used", "fairness", "refused", "Redis calls/s")
+	fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %-14s  %s\n", "burst", "mode", "throttled", "limit used", "fairness", "refused", "Redis calls/s", "calls/admitted")
 	for _, burst := range []float64{5, 1} {
 		for _, mode := range route53Modes() {
-			th, used, fair, refused, calls := newSpan(), newSpan(), newSpan(), newSpan(), newSpan()
+			th, used, fair, refused, calls, perAdmitted := newSpan(), newSpan(), newSpan(), newSpan(), newSpan(), newSpan()
 			for _, seed := range simSeeds {
 				shape := route53(burst)
 				r := runSim(t, rdb, shape, mode, seed)
@@ -519,6 +527,9 @@ func TestRoute53Targets(t *testing.T) {
 				fair.add(r.fairness)
 				refused.add(float64(r.refused) / float64(r.refused+r.attempts))
 				calls.add(float64(r.redisCalls) / shape.duration.Seconds())
+				if r.admitted > 0 {
+					perAdmitted.add(float64(r.admissions) / float64(r.admitted))
+				}
 				check := func(ok bool, what string) {
 					if !ok {
 						t.Errorf("burst %g, %s, seed %d: %s: throttled %.2f%%, used %.1f%%, fairness %.2f",
@@ -547,7 +558,11 @@ func TestRoute53Targets(t *testing.T) {
 			if burst == 1 {
 				burstName = "1 token"
 			}
-			fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %s\n", burstName, mode.name, th.pct(), used.pct(), fair.num(), refused.pct(), calls.num())
+			pa := "-" // no exact admission
+			if !math.IsNaN(perAdmitted.lo) {
+				pa = perAdmitted.num()
+			}
+			fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %-14s  %s\n", burstName, mode.name, th.pct(), used.pct(), fair.num(), refused.pct(), calls.num(), pa)
 		}
 	}
 	t.Log(b.String())
