@@ -74,7 +74,7 @@ type simResult struct {
 	maxSendRate                  float64 // the largest send rate of a 1-s window, over the rate
 	shares                       []float64
 	redisCalls                   int64
-	admissions, admitted         int // exact admission's calls and the attempts it admitted, after the warm-up
+	admissions, admitted         int            // exact admission's calls and the attempts it admitted, after the warm-up
 	windows                      map[int][2]int // second -> attempts, throttled
 	snapshots                    [][]float64    // the live members' shares at each snapshot
 	procs                        []simProc      // each process's counts at the end
@@ -188,7 +188,7 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 	procs := make([]*simProc, len(shape.demands))
 	measured := func() bool { return s.now() >= shape.warmup }
 	var res simResult
-	result := &res // for the closures below, in which res is exact admission's answer
+	result := &res              // for the closures below, in which res is exact admission's answer
 	windows := map[int][2]int{} // second -> attempts, throttled
 	down := func() bool { return s.now() >= shape.redisDown[0] && s.now() < shape.redisDown[1] }
 	callsBefore := commandCalls(t, rdb, "evalsha")
