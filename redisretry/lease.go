@@ -296,18 +296,16 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	return nil
 }
 
-// keepHeldBack forgets what Redis's last answer under exact admission said
-// of the next attempts (see heldBack) where the lease l makes it wrong: as
-// the admission script does, a process's own slot further ahead than any
-// wait and a slot at its new share is due now, and with a lower capacity
-// the fleet's burst lets the next free slot come sooner. f.mu must be held.
+// keepHeldBack forgets when Redis's last answer under exact admission said
+// this process's own next slot is due (see heldBack) where the lease l
+// makes it wrong: as the admission script does, a slot further ahead than
+// any wait and a slot at the new share is due now. (The fleet's next free
+// slot needs nothing here: under exact admission the lease says it anew,
+// see booked.) f.mu must be held.
 func (f *Fleet) keepHeldBack(now time.Time, l lease) {
 	if own := f.ownAt.Load(); own != 0 && !math.IsInf(l.share, 1) &&
 		time.Duration(own-now.UnixNano()) > f.cfg.maxWait+time.Duration(float64(time.Second)/l.share) {
 		f.ownAt.Store(0)
-	}
-	if f.cfg.burst > 1 && l.capacity < f.ls.capacity {
-		f.freeAt.Store(0)
 	}
 }
 
