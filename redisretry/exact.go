@@ -147,14 +147,23 @@ func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool) {
 // exact admission is, as Redis said: the lead that a process that loses
 // Redis waits out (see fallBackLocked), and, less what the fleet's burst
 // lets go at once at capacity, when an attempt could next be admitted
-// (see heldBack).
+// (see heldBack). A slot time further ahead than this process's admission
+// honours (the longest wait, a second and the burst's slots: gcra.lua
+// starts from now past it) is no booking: a corrupted value, or one booked
+// by a process with a longer WithMaxWait.
 func (f *Fleet) booked(now time.Time, lead time.Duration, capacity float64) {
+	most, burst := f.cfg.maxWait+time.Second, time.Duration(0)
+	if capacity > 0 && !math.IsInf(capacity, 1) {
+		most += time.Duration(float64(f.cfg.burst) / capacity * float64(time.Second))
+		burst = time.Duration(float64(f.cfg.burst-1) / capacity * float64(time.Second))
+	}
+	if lead > most {
+		lead = 0
+	}
 	f.lead.Store(int64(min(lead, f.cfg.maxWait+time.Second)))
 	f.freeAt.Store(0)
-	if capacity > 0 && !math.IsInf(capacity, 1) {
-		if free := lead - time.Duration(float64(f.cfg.burst-1)/capacity*float64(time.Second)); free > 0 {
-			f.freeAt.Store(now.Add(free).UnixNano())
-		}
+	if free := lead - burst; free > 0 {
+		f.freeAt.Store(now.Add(free).UnixNano())
 	}
 }
 

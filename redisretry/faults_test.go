@@ -295,6 +295,21 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	v.limiter.Update(true)
 	wait, refuse = v.heldBack(0)
 	assert.True(t, wait == 0 && !refuse, "a throttle to tell: ask at once")
+	_, _, err = v.reserve(ctx, time.Second) // tells it
+	require.NoError(t, err)
+
+	// A slot time further ahead than admission honours (corrupted, or
+	// booked by a process with a longer WithMaxWait) is not a booking: the
+	// script starts from now, and the lease that reports it must not make
+	// the process refuse every attempt without asking.
+	clock.Advance(time.Second)
+	require.NoError(t, rdb.HSet(ctx, v.keys[1], "tat", fmtFloat(float64(clock.Now().Add(time.Hour).UnixMicro()))).Err())
+	require.NoError(t, v.refresh(ctx))
+	_, refuse = v.heldBack(retry.DefaultMaxSendWait)
+	assert.False(t, refuse, "asks Redis")
+	res, _, err = v.reserve(ctx, retry.DefaultMaxSendWait)
+	require.NoError(t, err)
+	assert.Equal(t, slotReserved, res, "Redis admits it")
 
 	// A share of 0.2 a second: the next slot 5 s ahead, further than any
 	// wait. A lease with a share under which Redis would give it now (5 s

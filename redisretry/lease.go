@@ -436,7 +436,7 @@ func (f *Fleet) parseLease(res []string) (lease, error) {
 	if vals[1] < 0 || vals[2] < 1 || vals[5] < 1 || vals[6] < 0 {
 		return lease{}, fmt.Errorf("%w: grant %v, members %v, seq %v, lead %v", errBadReply, vals[1], vals[2], vals[5], vals[6])
 	}
-	l.lead = min(time.Duration(vals[6]*float64(time.Microsecond)), f.cfg.maxWait+time.Second)
+	l.lead = time.Duration(vals[6] * float64(time.Microsecond)) // bounded by maxRate; see booked
 	l.grant = min(vals[1], maxGrant)
 	switch {
 	case l.capacity == -1 && l.share == -1:
