@@ -22,17 +22,17 @@ import (
 //
 // Growth in absolute sends per second (Chiu and Jain's additive increase,
 // which draws rates together), W*(1 + 0.003*t^3) + g*t^3 with g from 0 to
-// the published algorithm's 0.4: fairness at 3x rises from 0.23-0.43 to
-// 0.50-0.73 at best (g = 0.03), never 0.8, while small clients go from 25%
-// throttled to 36% (45% at g = 0.4).
+// the published algorithm's 0.4: fairness at 3x rises from 0.18-0.37 to
+// 0.50-0.62 at best (g = 0.03), never 0.8, while small clients go from 17%
+// throttled to 28% (37% at g = 0.4).
 //
 // Time counted in the client's own attempts as well as in seconds, t the
 // lesser of the seconds since the cut and the attempts since it over a, so
 // that a client sending fewer than a attempts a second grows more slowly:
-// small clients are throttled far less (25% to 7-8% with a = 20), but a
-// client that falls behind grows more slowly than the others and falls
+// small clients are throttled far less (17% to 4.9-5.3% with a = 20), but
+// a client that falls behind grows more slowly than the others and falls
 // further behind, and fairness between equal clients collapses (to
-// 0.03-0.14). Mixing the two does not help: a = 20 with g = 0.03 or 0.4
+// 0.03-0.05). Mixing the two does not help: a = 20 with g = 0.03 or 0.4
 // keeps fairness as low.
 //
 // Cuts decided on n attempts made since the last cut, rather than on the
@@ -42,9 +42,9 @@ import (
 // 0.70-0.77). It draws equal clients together (0.63-0.72 at 3x with n =
 // 20, 0.68-0.80 with g = 0.01 as well), but a client waits for its
 // evidence before it cuts: 9-11% throttled at 3x where the default is
-// 5.5-5.8% (the published algorithm 4.5%), and small clients, whose n
-// attempts take seconds, 38-49%. With n = 20 at 10x, on one seed of five,
-// two clients stop cutting at all (52.6% throttled): their own cuts,
+// 5.4-5.8% (the published algorithm 4.5%), and small clients, whose n
+// attempts take seconds, 34-48%. With n = 20 at 10x, on one seed of five,
+// two clients stop cutting at all (53.4% throttled): their own cuts,
 // decided rarely, did not lower the share the other eight caused, and the
 // test of the throttles' cause took it for a share independent of the
 // load.

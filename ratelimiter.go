@@ -90,7 +90,10 @@ const maxRateFactor = 2
 //
 //   - Cut. Each measurement window (DefaultMeasurementWindow) that holds a
 //     throttle, the limiter looks at the share of the attempts of the
-//     last evidenceWindows (2) windows that were throttled. If that share
+//     last evidenceWindows (2) windows that were throttled (when the
+//     window has closed: at the next attempt, which decides on each
+//     window that closed since in turn, so that a client sending less
+//     than an attempt a window decides on every throttle). If that share
 //     is significantly above the tolerated share p (with n attempts, more
 //     than p*n + 2*sqrt(p*n) throttles), it cuts the rate in use by the
 //     share in excess of p: with p = 0, to the rate the service accepted.

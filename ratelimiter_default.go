@@ -96,14 +96,16 @@ func (a *excessShare) update(l *RateLimiter, now time.Time, throttled bool) {
 func (a *excessShare) observe(l *RateLimiter, now time.Time, throttled bool) {
 	s := &a.share
 	if closed := l.measure(now); closed > 0 {
-		s.push(s.open)
-		s.open = windowCount{}
-		for range closed - 1 { // measure caps closed at learnWindows+1
-			s.push(windowCount{}) // windows without attempts
-		}
-		s.sinceCut += closed
-		if l.assignedRate(now) == 0 {
-			a.decide(l, now)
+		// Each window that closed is decided on in turn: the one that
+		// holds the counts, then those without attempts since (measure
+		// caps closed at learnWindows+1).
+		for range closed {
+			s.push(s.open)
+			s.open = windowCount{}
+			s.sinceCut++
+			if l.assignedRate(now) == 0 {
+				a.decide(l, now)
+			}
 		}
 	}
 	s.open.attempts++

@@ -510,6 +510,40 @@ func TestRateLimiterDefaultCuts(t *testing.T) {
 	})
 }
 
+// A client that sends less than one attempt a window decides on each
+// window that holds a throttle, however many windows without attempts
+// close with it: here one attempt every 1.2 s, so the next attempt closes
+// the throttle's window and one or two empty ones at once. (The limiter
+// decided on the newest of them alone, an empty one, and never cut.)
+func TestRateLimiterSparseClientCuts(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock))
+	const gap = 1200 * time.Millisecond
+	feed(l, clock, 5, gap, "s")
+	if s := l.Stats(); s.Enabled {
+		t.Fatalf("after successes: %+v, want no limit", s)
+	}
+	// The throttle at 7.2 s is in the window [7 s, 7.5 s), which the
+	// attempt at 8.4 s closes with [7.5 s, 8 s): the evidence, a second
+	// holding one attempt, throttled, is significant.
+	feed(l, clock, 1, gap, "t")
+	if s := l.Stats(); s.Enabled {
+		t.Fatalf("after a throttle, before its window closed: %+v, want no limit yet", s)
+	}
+	before := l.Stats().MeasuredRate
+	feed(l, clock, 1, gap, "s")
+	s := l.Stats()
+	if !s.Enabled || !(s.LastMaxRate < before) {
+		t.Fatalf("the throttle's window closed with an empty one after it: %+v, want a cut below %v", s, before)
+	}
+	// Every attempt throttled, one every 1.2 s: a cut at each, down to the
+	// minimum fill rate.
+	feed(l, clock, 10, gap, "t")
+	if s := l.Stats(); s.FillRate != retry.DefaultMinFillRate {
+		t.Errorf("ten throttles in a row: %+v, want the rate at the minimum, %v", s, retry.DefaultMinFillRate)
+	}
+}
+
 // A share of throttles up to the tolerance, while the limiter does not
 // limit the client, never cuts: the limiter learns it, and tolerates it
 // once it limits the client. Larger shares cut.
