@@ -197,6 +197,7 @@ func (e *engine) admit(t *token) (time.Duration, error) {
 		t.pending = false
 		return 0, nil
 	case l.cfg.failFast:
+		l.refuse()
 		return 0, err
 	}
 	now := l.now()
@@ -204,6 +205,7 @@ func (e *engine) admit(t *token) (time.Duration, error) {
 		t.slotSince = now
 	}
 	if waited := now.Sub(t.slotSince); waited > e.maxSendWait-d {
+		l.refuse()
 		return 0, fmt.Errorf("%w: no send slot within %v (WithMaxSendWait)", ErrRateLimited, e.maxSendWait)
 	}
 	return max(d, 1), nil // a refusal always asks to wait

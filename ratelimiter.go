@@ -104,7 +104,8 @@ const maxRateFactor = 2
 //     (DefaultScaleConstant, 0.003): it stays close to W for two seconds,
 //     then probes beyond it ever faster. Scaled to W, the curve grows each
 //     member of a fleet in proportion to its share, as it grows one big
-//     client.
+//     client. WithDemandClock counts t in the attempts the client asks for
+//     as well, for a client that is one of many small ones.
 //   - Load-independent throttling. While the limiter is not limiting the
 //     client (it has not cut yet, or the client sends less than 60% of
 //     the allowed rate), a share of throttles up to the throttle tolerance
@@ -241,8 +242,10 @@ type RateLimiter struct {
 	// estimate W.
 	lastMaxRate  float64
 	lastThrottle time.Time // when the curve last started; start before the first
-	// lastAttempts is total.attempts when the curve last started.
+	// lastAttempts is total.attempts when the curve last started, and
+	// lastRefused refused then (WithDemandClock).
 	lastAttempts int
+	lastRefused  int64
 	fillRate     float64
 	capacity     float64
 	burst        int // the bucket's burst: floor(capacity), or 0 just after a cut emptied it
@@ -261,6 +264,11 @@ type RateLimiter struct {
 	// refusals every time acquire found no send slot free.
 	total    windowCount
 	refusals int64
+	// refused counts the attempts refused a send slot for good, which
+	// will not be sent (see refuse): with total.attempts, the attempts
+	// the client asked for (WithDemandClock). Atomic: Do's engine counts
+	// a refusal without the lock.
+	refused atomic.Int64
 }
 
 // RateLimiterStats is a snapshot of a RateLimiter's state.
@@ -444,8 +452,16 @@ func (l *RateLimiter) Acquire() (time.Duration, error) {
 	if !l.valid() {
 		return 0, nil // the zero RateLimiter never paces
 	}
-	return l.acquire(l.cfg.failFast)
+	d, err := l.acquire(l.cfg.failFast)
+	if err != nil {
+		l.refuse()
+	}
+	return d, err
 }
+
+// refuse counts an attempt refused a send slot for good: it will not be
+// sent (see WithDemandClock).
+func (l *RateLimiter) refuse() { l.refused.Add(1) }
 
 // valid reports whether l was made by NewRateLimiter.
 func (l *RateLimiter) valid() bool { return l != nil && l.cfg.clock != nil }
@@ -677,6 +693,7 @@ func (l *RateLimiter) restart(now time.Time, r float64) {
 	l.lastMaxRate = r
 	l.lastThrottle = now
 	l.lastAttempts = l.total.attempts
+	l.lastRefused = l.refused.Load()
 	l.enabled.Store(true)
 }
 

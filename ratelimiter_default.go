@@ -316,5 +316,9 @@ func (a *excessShare) rate(l *RateLimiter, now time.Time) float64 {
 	if a := l.cfg.attemptClock; a > 0 {
 		t = min(t, float64(l.total.attempts-l.lastAttempts)/a)
 	}
+	if a := l.cfg.demandClock; a > 0 {
+		asked := l.total.attempts - l.lastAttempts + int(l.refused.Load()-l.lastRefused)
+		t = min(t, float64(asked)/a)
+	}
 	return min(l.lastMaxRate*(1+l.cfg.scaleConstant*t*t*t)+l.cfg.absGrowth*t*t*t, ceiling)
 }

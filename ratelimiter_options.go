@@ -22,7 +22,8 @@ type limiterConfig struct {
 	reductionCooldown time.Duration
 	cooldownSet       bool // WithReductionCooldown was given
 	tolerance         float64
-	toleranceSet      bool // WithThrottleTolerance was given
+	toleranceSet      bool    // WithThrottleTolerance was given
+	demandClock       float64 // WithDemandClock; 0: seconds alone
 	failFast          bool
 	// absGrowth adds absGrowth*t^3 sends per second to the default
 	// algorithm's growth curve: growth that does not scale with the
@@ -91,6 +92,10 @@ func (c *limiterConfig) validate() error {
 		return configError("WithThrottleTolerance", c.tolerance, "only without WithPublishedCUBIC (the published algorithm cuts on every throttle)")
 	case !(c.tolerance >= 0 && c.tolerance < 1):
 		return configError("WithThrottleTolerance", c.tolerance, "in [0, 1)")
+	case !(c.demandClock >= 0 && c.demandClock <= math.MaxFloat64):
+		return configError("WithDemandClock", c.demandClock, "finite and >= 0")
+	case c.demandClock > 0 && c.published:
+		return configError("WithDemandClock", c.demandClock, "only without WithPublishedCUBIC (its curve is specified in seconds)")
 	}
 	return nil
 }
@@ -173,6 +178,35 @@ func WithReductionCooldown(d time.Duration) RateLimiterOption {
 // WithPublishedCUBIC.
 func WithThrottleTolerance(share float64) RateLimiterOption {
 	return limiterOption(func(c *limiterConfig) { c.tolerance, c.toleranceSet = share, true })
+}
+
+// WithDemandClock counts the default algorithm's growth curve's time in
+// the attempts the client asks to send as well as in seconds: t is the
+// lesser of the seconds since the cut and the attempts asked for since it
+// over attemptsPerSecond. An attempt is asked for once it is sent, or
+// refused a send slot for good (fail-fast, or past the strategy's
+// WithMaxSendWait). 0, the default, counts seconds alone.
+//
+// It is for a client that is one of many small clients of a service,
+// each asking for a few attempts a second. The curve in seconds gives such
+// a client only a few attempts while its rate grows back from a cut, and
+// it meets a throttle every few: a hundred clients of 3 workers, sending
+// about one request a second each against a service that admits a third
+// of them, are 17% throttled; counted in attempts asked for, 10 a second,
+// 7% (the storm demo's limits table, "adaptive, demand clock"). Counting
+// what the client asks for, not what it sends, keeps equal clients growing
+// alike whatever their rates: one held further back does not grow more
+// slowly and fall further behind.
+//
+// The price is paid by a small client on its own, which cannot tell a
+// fleet's congestion from its own: with 10, a client asking for 3
+// attempts a second is back at full rate 14-33 s after a dip in a
+// service's capacity, not 0-8 s, and against throttles that do not depend
+// on the load it completes fewer requests (the same table). A client
+// asking for attemptsPerSecond attempts a second or more is not affected.
+// It is an error with WithPublishedCUBIC.
+func WithDemandClock(attemptsPerSecond float64) RateLimiterOption {
+	return limiterOption(func(c *limiterConfig) { c.demandClock = attemptsPerSecond })
 }
 
 // WithFailFast makes Acquire return an error wrapping ErrRateLimited when no

@@ -59,6 +59,9 @@ func TestNewRateLimiterInvalidOptions(t *testing.T) {
 		{retry.WithThrottleTolerance(1), "WithThrottleTolerance"},
 		{retry.WithThrottleTolerance(math.NaN()), "WithThrottleTolerance"},
 		{retry.WithThrottleTolerance(math.Inf(1)), "WithThrottleTolerance"},
+		{retry.WithDemandClock(-1), "WithDemandClock = -1, want finite and >= 0"},
+		{retry.WithDemandClock(math.NaN()), "WithDemandClock"},
+		{retry.WithDemandClock(math.Inf(1)), "WithDemandClock"},
 	} {
 		l, err := retry.NewRateLimiter(tc.opt)
 		if l != nil || !errors.Is(err, retry.ErrInvalidConfig) {
@@ -544,6 +547,86 @@ func TestRateLimiterSparseClientCuts(t *testing.T) {
 	}
 }
 
+// WithDemandClock counts the growth curve's time in the attempts asked
+// for: a client asking for fewer than that a second grows back more
+// slowly, by the curve at the attempts over the clock; one asking for more
+// grows as without it; an attempt refused a slot for good counts as asked
+// for; and the option is an error with the published algorithm.
+func TestRateLimiterDemandClock(t *testing.T) {
+	for _, opts := range [][]retry.RateLimiterOption{
+		{retry.WithPublishedCUBIC(), retry.WithDemandClock(5)},
+		{retry.WithDemandClock(5), retry.WithPublishedCUBIC()},
+	} {
+		if l, err := retry.NewRateLimiter(opts...); l != nil || !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "WithDemandClock") {
+			t.Errorf("WithDemandClock with the published algorithm: %v, %v; want ErrInvalidConfig naming it", l, err)
+		}
+	}
+	c := retry.DefaultScaleConstant
+	// run cuts a limiter's rate to 17 a second at 1.5 s (20 attempts a
+	// second, every other one throttled in [1 s, 1.5 s)), lets refused
+	// attempts ask for a slot and be refused at once (the cut emptied the
+	// bucket): from a fail-fast limiter's Acquire, or from an Adaptive
+	// strategy that waits for no slot; then sends 10 attempts a second for
+	// 2 s, each admitted. Twice the measured rate, about 20, bounds
+	// nothing here.
+	run := func(refused int, viaStrategy bool, opts ...retry.RateLimiterOption) float64 {
+		clock := newManualClock()
+		opts = append([]retry.RateLimiterOption{retry.WithClock(clock), retry.WithFailFast(!viaStrategy)}, opts...)
+		l := newTestRateLimiter(t, opts...)
+		feed(l, clock, 20, 50*time.Millisecond, "s")
+		feed(l, clock, 10, 50*time.Millisecond, "ts")
+		if s := l.Stats(); s.LastMaxRate != 17 {
+			t.Fatalf("the cut: %+v, want the rate at 17", s)
+		}
+		a, err := retry.NewAdaptive(retry.WithClock(clock), retry.WithRateLimiter(l), retry.WithMaxSendWait(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range refused {
+			if !viaStrategy {
+				if _, err := l.Acquire(); !errors.Is(err, retry.ErrRateLimited) {
+					t.Fatalf("Acquire after the cut: %v, want ErrRateLimited", err)
+				}
+				continue
+			}
+			tok, err := a.PlanInitialToken("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Admit(tok); !errors.Is(err, retry.ErrRateLimited) {
+				t.Fatalf("Admit after the cut: %v, want ErrRateLimited", err)
+			}
+			_ = a.ReleaseToken(tok)
+		}
+		feed(l, clock, 20, 100*time.Millisecond, "s")
+		return l.Stats().FillRate
+	}
+	for _, tc := range []struct {
+		name        string
+		refused     int
+		viaStrategy bool
+		clock       float64 // 0: none
+		t           float64 // the curve's time at 3.5 s
+	}{
+		{"seconds alone", 0, false, 0, 2},
+		{"20 attempts asked for, clock 20", 0, false, 20, 1},
+		{"20 attempts asked for, clock 40", 0, false, 40, 0.5},
+		{"20 attempts asked for, clock 10", 0, false, 10, 2}, // the seconds are the lesser
+		{"20 refused by Acquire and 20 sent, clock 20", 20, false, 20, 2},
+		{"20 refused by Acquire and 20 sent, clock 80", 20, false, 80, 0.5},
+		{"20 refused by the strategy and 20 sent, clock 80", 20, true, 80, 0.5},
+		{"20 refused, seconds alone", 20, true, 0, 2},
+	} {
+		var opts []retry.RateLimiterOption
+		if tc.clock > 0 {
+			opts = append(opts, retry.WithDemandClock(tc.clock))
+		}
+		if got, want := run(tc.refused, tc.viaStrategy, opts...), 17*(1+c*tc.t*tc.t*tc.t); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: fill rate %v at 3.5 s, want the curve at %v s, %v", tc.name, got, tc.t, want)
+		}
+	}
+}
+
 // A share of throttles up to the tolerance, while the limiter does not
 // limit the client, never cuts: the limiter learns it, and tolerates it
 // once it limits the client. Larger shares cut.
@@ -722,6 +805,40 @@ func TestRateLimiterPublishedOptionOrder(t *testing.T) {
 	if s := l.Stats(); math.Abs(s.FillRate-retry.PublishedBeta*s.LastMaxRate) > 1e-12 || s.LearnedShare != 0 {
 		t.Errorf("published: Stats() = %+v, want FillRate PublishedBeta × LastMaxRate", s)
 	}
+}
+
+// One of many small clients of a service counts the growth curve's time
+// in the attempts it asks for: 2 s after a cut, having asked for 20
+// attempts, its rate is where the curve is 1 s after the cut.
+func ExampleWithDemandClock() {
+	// A clock that moves only when told to, so the output is the same
+	// every time. Real code leaves out WithClock, and passes the option
+	// to NewAdaptive: retry.NewAdaptive(retry.WithDemandClock(10)).
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := retry.ClockFunc(func() time.Time { return now })
+	for _, clockOpt := range []retry.RateLimiterOption{retry.WithDemandClock(0), retry.WithDemandClock(20)} {
+		l, err := retry.NewRateLimiter(retry.WithClock(clock), clockOpt)
+		if err != nil {
+			log.Fatal(err)
+		}
+		send := func(n int, gap time.Duration, throttled func(i int) bool) {
+			for i := range n {
+				now = now.Add(gap)
+				l.Update(throttled(i))
+			}
+		}
+		// 20 attempts a second, then every other one throttled for half
+		// a second: a cut, to 17 a second.
+		send(20, 50*time.Millisecond, func(int) bool { return false })
+		send(10, 50*time.Millisecond, func(i int) bool { return i%2 == 0 })
+		cut := l.Stats().FillRate
+		// Then 10 attempts a second for 2 s.
+		send(20, 100*time.Millisecond, func(int) bool { return false })
+		fmt.Printf("cut to %.0f/s, 2 s later %.3f/s\n", cut, l.Stats().FillRate)
+	}
+	// Output:
+	// cut to 17/s, 2 s later 17.408/s
+	// cut to 17/s, 2 s later 17.051/s
 }
 
 func ExampleNewRateLimiter() {

@@ -70,7 +70,11 @@ func limitBase() Scenario {
 //     for the first 10 s, then capacity ample, on a server of 1-s windows
 //     (a token bucket would admit its first burst);
 //   - step: one client of 50 workers, capacity 100 → 30 at 60 s → 100 at
-//     90 s.
+//     90 s;
+//   - small-share-25, small-step: share-25 and step for one client of 3
+//     workers (about 3 requests/s), the step to 1.8 requests/s, the same
+//     share of its demand: a client too small to test the throttles'
+//     cause, and the price WithDemandClock makes it pay.
 func LimitScenarios() []LimitScenario {
 	b := limitBase()
 	small, fair3, fair10, mixed, tiny := b, b, b, b, b
@@ -117,6 +121,11 @@ func LimitScenarios() []LimitScenario {
 	step.Name, step.Duration = "step", 150*time.Second
 	step.Incident = Incident{Start: 60 * time.Second, End: 90 * time.Second, Capacity: 30}
 	step.Title = "1 client x 50 workers, 100 → 30 req/s at 60 s → 100 at 90 s"
+	smallShare, smallStep := share25, step
+	smallShare.Name, smallShare.Workers, smallShare.Duration = "small-share-25", 3, 10*time.Minute
+	smallShare.Title = "1 client x 3 workers, 100 req/s, 25% throttled whatever the load"
+	smallStep.Name, smallStep.Workers, smallStep.Incident.Capacity = "small-step", 3, 1.8
+	smallStep.Title = "1 client x 3 workers, 100 → 1.8 req/s at 60 s → 100 at 90 s"
 
 	return []LimitScenario{
 		{Scenario: small, Target: "<= 5% throttled, >= 95% goodput"},
@@ -131,12 +140,14 @@ func LimitScenarios() []LimitScenario {
 		{Scenario: shareOver, Target: ">= 95% of standard's completions"},
 		{Scenario: start, Target: "sends near 0 within 2 s; full rate within 2 s of the heal"},
 		{Scenario: step, Target: "full rate within 5 s of the heal"},
+		{Scenario: smallShare, Target: ">= 95% of standard's completions"},
+		{Scenario: smallStep, Target: "full rate within 5 s of the heal"},
 	}
 }
 
 // LimitModes are the modes the limits table compares, beside the
 // fixed-rate sender.
-var LimitModes = []Mode{Standard, Adaptive, AdaptivePublished}
+var LimitModes = []Mode{Standard, Adaptive, AdaptiveDemand, AdaptivePublished}
 
 // FixedRate names the fixed-rate sender in the limits table: an adaptive
 // strategy whose limiter is assigned, for the whole run, its client's

@@ -70,7 +70,15 @@ const (
 	// WithRetryBudget(0): the AWS SDKs' standard mode, whose quota alone
 	// bounds retries. Only the metastable comparison shows it.
 	QuotaOnly
+	// AdaptiveDemand is NewAdaptive with WithDemandClock(DemandClock):
+	// the growth curve's time counted in the attempts each client asks
+	// for as well as in seconds. Only the limits table shows it.
+	AdaptiveDemand
 )
+
+// DemandClock is the AdaptiveDemand mode's WithDemandClock: attempts
+// asked for that count as a second of the growth curve.
+const DemandClock = 10
 
 // Modes lists every mode, in the order reports show them.
 var Modes = []Mode{None, Naive, Standard, Adaptive, AdaptivePublished}
@@ -90,6 +98,8 @@ func (m Mode) String() string {
 		return "adaptive-published"
 	case QuotaOnly:
 		return "standard, quota only"
+	case AdaptiveDemand:
+		return "adaptive, demand clock"
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
@@ -109,6 +119,8 @@ func (m Mode) Description() string {
 		return "NewAdaptive(WithPublishedCUBIC()): the AWS SDKs' published algorithm, a reduction on every throttle"
 	case QuotaOnly:
 		return "NewStandard(WithRetryBudget(0)): the AWS SDKs' standard mode, the quota alone"
+	case AdaptiveDemand:
+		return fmt.Sprintf("NewAdaptive(WithDemandClock(%d)): the growth curve's time counted in attempts asked for as well", DemandClock)
 	}
 	return m.String()
 }
@@ -124,7 +136,7 @@ const MaxSendWait = retry.DefaultMaxSendWait
 // for the slot until the request's deadline.
 func (m Mode) maxSendWait(sc *Scenario) time.Duration {
 	switch {
-	case m != Adaptive || sc.MaxSendWait < 0:
+	case m != Adaptive && m != AdaptiveDemand || sc.MaxSendWait < 0:
 		return 0
 	case sc.MaxSendWait == 0:
 		return MaxSendWait
@@ -155,6 +167,9 @@ func (m Mode) newStrategy(clock retry.Clock, random func() float64, maxSendWait 
 	case AdaptivePublished:
 		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithPublishedCUBIC(),
 			retry.WithMaxSendWait(maxSendWait))
+	case AdaptiveDemand:
+		return retry.NewAdaptive(retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithMaxSendWait(maxSendWait),
+			retry.WithDemandClock(DemandClock))
 	case QuotaOnly:
 		return retry.NewStandard(retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithRetryBudget(0))
 	}
