@@ -165,11 +165,8 @@ func TestGrowthTradeoff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			total := 0
-			for _, n := range rm.ClientSucceeded {
-				total += n
-			}
-			widen(&p.bigShare, float64(rm.ClientSucceeded[0])/float64(max(total, 1))/(float64(mixed.ClientWorkers[0])/float64(mixed.Workers)))
+			big, _, _ := mixed.Shares(rm)
+			widen(&p.bigShare, big)
 			back := math.Inf(1)
 			if rl.Recovery >= 0 {
 				back = rl.Recovery.Seconds()

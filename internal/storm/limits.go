@@ -335,12 +335,9 @@ func (s *LimitSummary) add(sc *Scenario, r, standard Result) {
 	if sc.clients() > 1 {
 		span(&s.Fairness, r.Fairness)
 	}
-	if sc.oneBigClient() {
-		total := sum(r.ClientSucceeded)
-		proportion := float64(sc.ClientWorkers[0]) / float64(sc.Workers)
-		big := float64(r.ClientSucceeded[0]) / float64(max(total, 1))
-		span(&s.BigShare, big/proportion)
-		span(&s.SmallShare, (1-big)/(1-proportion))
+	if big, small, ok := sc.Shares(r); ok {
+		span(&s.BigShare, big)
+		span(&s.SmallShare, small)
 	}
 	if sc.hasIncident() {
 		rec := math.Inf(1)
@@ -364,6 +361,20 @@ func (s *LimitSummary) add(sc *Scenario, r, standard Result) {
 // other.
 func (s *Scenario) oneBigClient() bool {
 	return len(s.ClientWorkers) > 1 && s.ClientWorkers[0] > slices.Max(s.ClientWorkers[1:])
+}
+
+// Shares returns, for a scenario whose first client has more workers than
+// any other, the successes of that client and of the others in r, each
+// over what their part of the workers would get (1: proportional); ok is
+// false for other scenarios.
+func (s *Scenario) Shares(r Result) (big, small float64, ok bool) {
+	if !s.oneBigClient() {
+		return 0, 0, false
+	}
+	total := sum(r.ClientSucceeded)
+	proportion := float64(s.ClientWorkers[0]) / float64(s.Workers)
+	got := float64(r.ClientSucceeded[0]) / float64(max(total, 1))
+	return got / proportion, (1 - got) / (1 - proportion), true
 }
 
 // WriteLimitsTable writes summaries as Markdown tables, one per scenario,
