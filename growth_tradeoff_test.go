@@ -145,26 +145,14 @@ func TestGrowthTradeoff(t *testing.T) {
 		p := point{design: d, smallThrottled: empty, fairness: empty, bigShare: empty, back: empty}
 		fairThrottled, fair10Throttled := empty, empty
 		for _, seed := range seeds {
-			rs, err := storm.RunStrategy(small.Scenario, "adaptive", build, seed)
-			if err != nil {
-				t.Fatal(err)
+			run := func(ls storm.LimitScenario) storm.Result {
+				r, err := storm.RunStrategy(ls.Scenario, "adaptive", build, seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
 			}
-			rf, err := storm.RunStrategy(fair.Scenario, "adaptive", build, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r10, err := storm.RunStrategy(fair10.Scenario, "adaptive", build, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rm, err := storm.RunStrategy(mixed.Scenario, "adaptive", build, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rl, err := storm.RunStrategy(lone.Scenario, "adaptive", build, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rs, rf, r10, rm, rl := run(small), run(fair), run(fair10), run(mixed), run(lone)
 			big, _, _ := mixed.Shares(rm)
 			widen(&p.bigShare, big)
 			back := math.Inf(1)
