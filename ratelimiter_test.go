@@ -319,6 +319,7 @@ func TestRateLimiterConcurrent(t *testing.T) {
 		{"default", nil},
 		{"published", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}},
 		{"fail-fast", []retry.RateLimiterOption{retry.WithFailFast(true)}},
+		{"demand clock, fail-fast", []retry.RateLimiterOption{retry.WithDemandClock(5), retry.WithFailFast(true)}},
 		{"custom", []retry.RateLimiterOption{retry.WithMinFillRate(2), retry.WithMinCapacity(3), retry.WithBeta(0.5), retry.WithMeasurementWindow(100 * time.Millisecond)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
