@@ -458,17 +458,19 @@ func (s *span) add(v float64) {
 func newSpan() span { return span{math.NaN(), math.NaN()} }
 
 func (s span) pct() string {
-	if s.lo == s.hi {
-		return fmt.Sprintf("%.1f%%", 100*s.lo)
+	lo, hi := fmt.Sprintf("%.1f", 100*s.lo), fmt.Sprintf("%.1f", 100*s.hi)
+	if lo == hi {
+		return lo + "%"
 	}
-	return fmt.Sprintf("%.1f-%.1f%%", 100*s.lo, 100*s.hi)
+	return lo + "-" + hi + "%"
 }
 
 func (s span) num() string {
-	if s.lo == s.hi {
-		return fmt.Sprintf("%.2f", s.lo)
+	lo, hi := fmt.Sprintf("%.2f", s.lo), fmt.Sprintf("%.2f", s.hi)
+	if lo == hi {
+		return lo
 	}
-	return fmt.Sprintf("%.2f-%.2f", s.lo, s.hi)
+	return lo + "-" + hi
 }
 
 // route53 is the shape of the Route 53 case: 20 processes each wanting 1
@@ -518,28 +520,84 @@ func seedRange(t *testing.T) ([]uint64, string) {
 	return seeds, v
 }
 
-// TestRoute53Targets runs the Route 53 shape in every mode over five seeds
-// (REDISRETRY_SEEDS=6-15 names others) and prints the table; with -v it is
-// the command behind the README's fleet figures. It holds each fleet mode to what it reaches on these
-// seeds (see the checks below, and the README for the targets and
-// where they are missed): configured with exact admission, at most 1% of
-// attempts throttled and at least 85% of the limit used, fairness at least
-// 0.8.
+// TestRoute53Targets runs the Route 53 shape in every mode for two
+// minutes over five seeds (REDISRETRY_SEEDS=6-15 names others) and prints
+// the table; with -v it is the command behind the README's fleet figures.
+// It holds each fleet mode to what it reaches on these seeds (see the
+// checks below, and the README for the targets and where two
+// minutes miss them; TestRoute53Long holds them over ten).
 func TestRoute53Targets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
 	}
+	// The targets are <= 1% throttled, >= 85% used and fairness
+	// >= 0.9 configured; <= 5%, >= 80% learned. The checks hold what the
+	// design reaches in two minutes on these seeds (the README gives the
+	// misses): a change that makes it worse fails here. (Learned
+	// fairness is 0.78-0.88 over seeds 1-15, and which seeds come low
+	// moves with any change of timing: the check allows for it.)
+	route53Table(t, 130*time.Second, route53Modes(), func(burst float64, mode string) (limits, bool) {
+		switch {
+		case mode == "fleet, configured, exact":
+			return limits{throttled: 0.01, used: 0.85, fairness: 0.9}, true
+		case mode == "fleet, configured, leases" && burst > 1:
+			return limits{throttled: 0.05, used: 0.8, fairness: 0.7}, true
+		case mode == "fleet, learned, exact" && burst > 1:
+			return limits{throttled: 0.05, used: 0.95, fairness: 0.8}, true
+		case mode == "fleet, learned, exact":
+			return limits{throttled: 0.05, used: 0.78, fairness: 0.75}, true
+		}
+		return limits{}, false
+	})
+}
+
+// TestRoute53Long runs the Route 53 shape for ten minutes and holds exact
+// admission to the targets, configured and learned, against both
+// services: at most 1% throttled, at least 85% of the limit used and
+// fairness at least 0.9 configured; at most 5%, at least 80% and 0.9
+// learned. Fairness counts each process's successes, and a learned rate
+// is found by being throttled now and then, at random: over two minutes a
+// process gets 22-32 successes and 0 to 3 throttles, which spread the
+// counts by more than 0.9 allows (TestRoute53Targets); over ten the
+// throttles average out.
+func TestRoute53Long(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fleet simulation takes a while")
+	}
+	route53Table(t, 610*time.Second, route53Modes(), func(burst float64, mode string) (limits, bool) {
+		switch mode {
+		case "fleet, configured, exact":
+			return limits{throttled: 0.01, used: 0.85, fairness: 0.9}, true
+		case "fleet, learned, exact":
+			return limits{throttled: 0.05, used: 0.8, fairness: 0.9}, true
+		}
+		return limits{}, false
+	})
+}
+
+// limits are what a run must reach: at most throttled, at least used
+// and fairness.
+type limits struct{ throttled, used, fairness float64 }
+
+// route53Table runs the Route 53 shape for d (the first 10 s not
+// measured) against a service holding 1 s of burst and one holding 1
+// token, in each of modes over five seeds (REDISRETRY_SEEDS names
+// others), logs the table and fails a run that misses the limits check
+// gives for its burst and mode (none: not checked).
+func route53Table(t *testing.T, d time.Duration, modes []simMode, check func(burst float64, mode string) (limits, bool)) {
+	t.Helper()
 	srv := startRedis(t)
 	rdb := srv.client(t)
 	var b strings.Builder
 	seeds, named := seedRange(t)
-	fmt.Fprintf(&b, "\n20 processes wanting 1 req/s each, one 5 req/s limit, latency 20-50 ms each way, 120 s after 10 s of warm-up, seeds %s (min-max)\n", named)
+	fmt.Fprintf(&b, "\n20 processes wanting 1 req/s each, one 5 req/s limit, latency 20-50 ms each way, %v after 10 s of warm-up, seeds %s (min-max)\n", d-10*time.Second, named)
 	fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %-14s  %s\n", "burst", "mode", "throttled", "limit used", "fairness", "refused", "Redis calls/s", "calls/admitted")
 	for _, burst := range []float64{5, 1} {
-		for _, mode := range route53Modes() {
+		for _, mode := range modes {
 			th, used, fair, refused, calls, perAdmitted := newSpan(), newSpan(), newSpan(), newSpan(), newSpan(), newSpan()
 			for _, seed := range seeds {
 				shape := route53(burst)
+				shape.duration = d
 				r := runSim(t, rdb, shape, mode, seed)
 				th.add(r.throttledShare())
 				used.add(r.used)
@@ -549,28 +607,9 @@ func TestRoute53Targets(t *testing.T) {
 				if r.admitted > 0 {
 					perAdmitted.add(float64(r.admissions) / float64(r.admitted))
 				}
-				check := func(ok bool, what string) {
-					if !ok {
-						t.Errorf("burst %g, %s, seed %d: %s: throttled %.2f%%, used %.1f%%, fairness %.2f",
-							burst, mode.name, seed, what, 100*r.throttledShare(), 100*r.used, r.fairness)
-					}
-				}
-				// The targets are <= 1% throttled, >= 85% used and
-				// fairness >= 0.9 configured; <= 5%, >= 80% learned. The
-				// checks hold what the design reaches on these seeds (the
-				// README gives the misses): a change that makes it worse
-				// fails here. (Learned fairness is 0.78-0.88 over seeds
-				// 1-15, and which seeds come low moves with any change of
-				// timing: the check allows for it.)
-				switch {
-				case mode.name == "fleet, configured, exact":
-					check(r.throttledShare() <= 0.01 && r.used >= 0.85 && r.fairness >= 0.9, "<= 1% throttled, >= 85% used, fairness >= 0.9")
-				case mode.name == "fleet, configured, leases" && burst > 1:
-					check(r.throttledShare() <= 0.05 && r.used >= 0.8 && r.fairness >= 0.7, "<= 5% throttled, >= 80% used, fairness >= 0.7")
-				case mode.name == "fleet, learned, exact" && burst > 1:
-					check(r.throttledShare() <= 0.05 && r.used >= 0.95 && r.fairness >= 0.8, "<= 5% throttled, >= 95% used, fairness >= 0.8")
-				case mode.name == "fleet, learned, exact":
-					check(r.throttledShare() <= 0.05 && r.used >= 0.78 && r.fairness >= 0.75, "<= 5% throttled, >= 78% used, fairness >= 0.75")
+				if want, ok := check(burst, mode.name); ok && !(r.throttledShare() <= want.throttled && r.used >= want.used && r.fairness >= want.fairness) {
+					t.Errorf("burst %g, %s, seed %d: throttled %.2f%%, used %.1f%%, fairness %.2f; want <= %g%%, >= %g%%, >= %g",
+						burst, mode.name, seed, 100*r.throttledShare(), 100*r.used, r.fairness, 100*want.throttled, 100*want.used, want.fairness)
 				}
 			}
 			burstName := fmt.Sprintf("%g s", burst/5)
