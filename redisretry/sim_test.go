@@ -536,7 +536,7 @@ func TestRoute53Targets(t *testing.T) {
 	// misses): a change that makes it worse fails here. (Learned
 	// fairness is 0.78-0.88 over seeds 1-15, and which seeds come low
 	// moves with any change of timing: the check allows for it.)
-	route53Table(t, 130*time.Second, route53Modes(), func(burst float64, mode string) (limits, bool) {
+	route53Table(t, 130*time.Second, func(burst float64, mode string) (limits, bool) {
 		switch {
 		case mode == "fleet, configured, exact":
 			return limits{throttled: 0.01, used: 0.85, fairness: 0.9}, true
@@ -564,7 +564,7 @@ func TestRoute53Long(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
 	}
-	route53Table(t, 610*time.Second, route53Modes(), func(burst float64, mode string) (limits, bool) {
+	route53Table(t, 610*time.Second, func(burst float64, mode string) (limits, bool) {
 		switch mode {
 		case "fleet, configured, exact":
 			return limits{throttled: 0.01, used: 0.85, fairness: 0.9}, true
@@ -581,10 +581,10 @@ type limits struct{ throttled, used, fairness float64 }
 
 // route53Table runs the Route 53 shape for d (the first 10 s not
 // measured) against a service holding 1 s of burst and one holding 1
-// token, in each of modes over five seeds (REDISRETRY_SEEDS names
+// token, in each of route53Modes over five seeds (REDISRETRY_SEEDS names
 // others), logs the table and fails a run that misses the limits check
 // gives for its burst and mode (none: not checked).
-func route53Table(t *testing.T, d time.Duration, modes []simMode, check func(burst float64, mode string) (limits, bool)) {
+func route53Table(t *testing.T, d time.Duration, check func(burst float64, mode string) (limits, bool)) {
 	t.Helper()
 	srv := startRedis(t)
 	rdb := srv.client(t)
@@ -593,7 +593,7 @@ func route53Table(t *testing.T, d time.Duration, modes []simMode, check func(bur
 	fmt.Fprintf(&b, "\n20 processes wanting 1 req/s each, one 5 req/s limit, latency 20-50 ms each way, %v after 10 s of warm-up, seeds %s (min-max)\n", d-10*time.Second, named)
 	fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %-14s  %s\n", "burst", "mode", "throttled", "limit used", "fairness", "refused", "Redis calls/s", "calls/admitted")
 	for _, burst := range []float64{5, 1} {
-		for _, mode := range modes {
+		for _, mode := range route53Modes() {
 			th, used, fair, refused, calls, perAdmitted := newSpan(), newSpan(), newSpan(), newSpan(), newSpan(), newSpan()
 			for _, seed := range seeds {
 				shape := route53(burst)
