@@ -17,7 +17,15 @@ import (
 // are in the README with their figures; most have a guard
 // here at today's figure, so that a change that makes one worse fails.
 func TestLimits(t *testing.T) {
-	sums := compareLimits(t, storm.LimitScenarios())
+	scs := storm.LimitScenarios()
+	seeds := storm.Seeds(1)
+	sums, err := storm.CompareLimits(scs, seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		_ = storm.WriteLimitsTable(os.Stdout, scs, sums, len(seeds))
+	}
 	get := func(scenario, mode string) storm.LimitSummary {
 		t.Helper()
 		i := slices.IndexFunc(sums, func(s storm.LimitSummary) bool { return s.Scenario == scenario && s.Mode == mode })
@@ -129,21 +137,6 @@ func TestLimits(t *testing.T) {
 	if d, a := get("small-step", demand), get("small-step", adaptive); d.Recovery[1] <= a.Recovery[1] {
 		t.Errorf("small-step: demand clock back after %v, the default %v: the price is not paid, check the scenario", d.Recovery, a.Recovery)
 	}
-}
-
-// compareLimits runs scs in every mode over seeds 1-5 and, with -v,
-// prints their table.
-func compareLimits(t *testing.T, scs []storm.LimitScenario) []storm.LimitSummary {
-	t.Helper()
-	seeds := storm.Seeds(1)
-	sums, err := storm.CompareLimits(scs, seeds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if testing.Verbose() {
-		_ = storm.WriteLimitsTable(os.Stdout, scs, sums, len(seeds))
-	}
-	return sums
 }
 
 // The fixed-rate sender is told its share and learns nothing: at its fair
