@@ -118,40 +118,41 @@ func (f *Fleet) admit(ctx context.Context) error {
 }
 
 // heldBack says what Redis's last answer under exact admission tells of
-// an attempt that may wait left for its slot: refuse it without asking,
-// as Redis would, if the process's own next slot, or the fleet's next free
-// slot, is further away than that; else wait until the process's own slot
-// is due, and then ask. So an admitted attempt costs one call, and a
-// process held to its share asks no more often than it is admitted. (The
-// fleet's next free slot only moves further away as others book theirs;
-// see keepHeldBack for what a new lease changes.) A process that saw a
-// throttle Redis was not told of asks at once: the throttle may end a
-// probe of a learned rate (see gcra.lua).
+// an attempt that may wait left for its slot: refuse it without asking if
+// the process's own next slot, or the fleet's next free slot, is further
+// away than that; else wait until the process's own slot is due, and then
+// ask. So an admitted attempt costs about one call, and a process held to
+// its share asks no more often than it is admitted. The fleet's next free
+// slot is taken to be as far ahead of now as it was of Redis's last answer
+// (an admission, or a lease each interval): the shares add up to the
+// fleet's rate, so its slots are booked about as fast as they are sent,
+// and its queue stays about as long. The time of that slot, which only
+// moves away as others book theirs, would say that the queue shrinks as
+// it is sent, and an attempt that waited for its own slot would ask, and
+// find the slots within its wait taken. The cost is an attempt now and
+// then refused that Redis would have admitted, when the queue did shrink
+// (the README has the figures). See keepHeldBack for what a new lease
+// changes. A process that saw a throttle Redis was not told of asks at
+// once: the throttle may end a probe of a learned rate (see gcra.lua).
 func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool) {
 	if f.limiter.Stats().Throttles > f.toldThrottles.Load() {
 		return 0, false
 	}
-	now := f.clock.Now().UnixNano()
-	own, free := f.ownAt.Load(), f.freeAt.Load()
-	if own != 0 {
-		wait = max(time.Duration(own-now), 0)
+	if own := f.ownAt.Load(); own != 0 {
+		wait = max(time.Duration(own-f.clock.Now().UnixNano()), 0)
 	}
-	fleet := time.Duration(0)
-	if free != 0 {
-		fleet = time.Duration(free - now)
-	}
-	return wait, wait > left || fleet > left
+	return wait, wait > left || time.Duration(f.queue.Load()) > left
 }
 
 // booked records how far ahead of now the fleet's next free slot under
 // exact admission is, as Redis said: the lead that a process that loses
 // Redis waits out (see fallBackLocked), and, less what the fleet's burst
-// lets go at once at capacity, when an attempt could next be admitted
-// (see heldBack). A slot time further ahead than this process's admission
+// lets go at once at capacity, the queue an attempt would wait in (see
+// heldBack). A slot time further ahead than this process's admission
 // honours (the longest wait, a second and the burst's slots: gcra.lua
 // starts from now past it) is no booking: a corrupted value, or one booked
 // by a process with a longer WithMaxWait.
-func (f *Fleet) booked(now time.Time, lead time.Duration, capacity float64) {
+func (f *Fleet) booked(lead time.Duration, capacity float64) {
 	most, burst := f.cfg.maxWait+time.Second, time.Duration(0)
 	if capacity > 0 && !math.IsInf(capacity, 1) {
 		most += time.Duration(float64(f.cfg.burst) / capacity * float64(time.Second))
@@ -161,10 +162,7 @@ func (f *Fleet) booked(now time.Time, lead time.Duration, capacity float64) {
 		lead = 0
 	}
 	f.lead.Store(int64(min(lead, f.cfg.maxWait+time.Second)))
-	f.freeAt.Store(0)
-	if free := lead - burst; free > 0 {
-		f.freeAt.Store(now.Add(free).UnixNano())
-	}
+	f.queue.Store(int64(max(lead-burst, 0)))
 }
 
 // localSlot waits for a send slot of the local limiter, within maxWait.
@@ -241,8 +239,8 @@ func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wa
 	}
 	wait = time.Duration(w * float64(time.Microsecond))
 	// What the answer says of the next attempts (see heldBack): when this
-	// process's own next slot is due, and when the fleet's next free slot
-	// is (the slots booked ahead, less the fleet's burst).
+	// process's own next slot is due, and how far ahead the fleet's next
+	// free slot is (the slots booked ahead, less the fleet's burst).
 	now := f.clock.Now()
 	f.ownAt.Store(0)
 	if own > 0 {
@@ -251,7 +249,7 @@ func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wa
 		f.ownAt.Store(now.Add(time.Duration(math.Ceil(own)+1) * time.Microsecond).UnixNano())
 	}
 	c, _ := strconv.ParseFloat(fmt.Sprint(reply[2]), 64) // -1 when no rate is known
-	f.booked(now, time.Duration(ahead*float64(time.Microsecond)), c)
+	f.booked(time.Duration(ahead*float64(time.Microsecond)), c)
 	if r != slotReserved {
 		f.refusals.Add(1)
 	}

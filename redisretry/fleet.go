@@ -46,9 +46,10 @@
 // between sends) reserves the next slot of the fleet's rate, within the
 // process's own share, so the fleet's sends are spaced as one client's
 // would be and the slots go round the fleet fairly. Each answer says when
-// the process's own next slot is due, and a process asks no sooner: an
-// attempt that could not have its slot within its wait is refused without
-// a call, and an admitted one costs one call.
+// the process's own next slot is due, and a process asks no sooner; and
+// how long the fleet's queue of slots is, which it takes to stay that long:
+// an attempt that could not have its slot within its wait is refused
+// without a call, and an admitted one costs about one call.
 //
 // # Knowing the limit
 //
@@ -204,9 +205,10 @@ type Fleet struct {
 	// last called Redis under exact admission.
 	toldThrottles atomic.Int64
 	// ownAt is when this process's own next slot under exact admission is
-	// due, and freeAt when the fleet's next free slot is, as Redis last
-	// said (UnixNano on the Fleet's clock; 0: unknown). See heldBack.
-	ownAt, freeAt atomic.Int64
+	// due, as Redis last said (UnixNano on the Fleet's clock; 0: unknown),
+	// and queue how far ahead of that answer the fleet's next free slot
+	// was, in nanoseconds. See heldBack.
+	ownAt, queue atomic.Int64
 
 	mu sync.Mutex
 	ls leaseState

@@ -285,7 +285,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 	}
 	f.exact.Store(exact)
 	if exact {
-		f.booked(now, l.lead, l.capacity)
+		f.booked(l.lead, l.capacity)
 	}
 	// A process with a small part of the fleet's attempts is granted a
 	// fraction of a token: the fractions add up over the refreshes.
