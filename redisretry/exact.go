@@ -2,6 +2,7 @@ package redisretry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -21,6 +22,7 @@ type exactStrategy struct{ f *Fleet }
 // attempt, then admits the attempt in Redis.
 func (s exactStrategy) AcquireInitialToken(ctx context.Context, scope string) (retry.RetryToken, error) {
 	tok, err := s.f.adaptive.AcquireInitialToken(ctx, scope)
+	s.f.wanted(err)
 	if err != nil {
 		return tok, err
 	}
@@ -31,10 +33,23 @@ func (s exactStrategy) AcquireInitialToken(ctx context.Context, scope string) (r
 // attempt, then admits the attempt in Redis.
 func (s exactStrategy) RefreshRetryToken(ctx context.Context, token retry.RetryToken, err error) (retry.RetryToken, error) {
 	next, err := s.f.adaptive.RefreshRetryToken(ctx, token, err)
+	s.f.wanted(err)
 	if err != nil {
 		return next, err
 	}
 	return s.admitted(ctx, next)
+}
+
+// wanted counts an attempt the process asked to make under exact
+// admission, once, whether the local limiter or Redis admitted it, made
+// it wait or refused it: the demand the next lease reports (see measure).
+// A retry refused for its own sake (not retryable, out of attempts or of
+// budget) is not one.
+func (f *Fleet) wanted(err error) {
+	if f.exact.Load() && (err == nil || errors.Is(err, retry.ErrRateLimited) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		f.asked.Add(1)
+	}
 }
 
 // admitted returns tok once its attempt is admitted; if it is not, it

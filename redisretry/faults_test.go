@@ -261,12 +261,31 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	t.Cleanup(func() { _ = f.Close() })
 	require.NoError(t, f.refresh(ctx))
 	require.True(t, f.Stats().Exact)
-	require.NoError(t, f.admit(ctx)) // loads the script
+	acquire := func() error {
+		tok, err := f.Strategy().AcquireInitialToken(ctx, "")
+		if err == nil {
+			require.NoError(t, f.Strategy().RecordSuccess(tok))
+		}
+		return err
+	}
+	require.NoError(t, acquire()) // loads the script
 	before := commandCalls(t, rdb, "evalsha")
 	for range 5 {
-		require.NoError(t, f.admit(ctx))
+		require.NoError(t, acquire())
 	}
 	assert.Equal(t, int64(5), commandCalls(t, rdb, "evalsha")-before, "one call per admitted attempt (each waits for its slot first)")
+	// Each attempt counts once in the demand the next lease reports,
+	// though each of the last five was told to wait before it asked, and
+	// so does one the local limiter refused; a retry refused for its own
+	// sake does not.
+	f.wanted(fmt.Errorf("wrapped: %w", retry.ErrRateLimited))
+	f.wanted(retry.ErrRetryQuotaExceeded)
+	f.wanted(retry.ErrNotRetryable)
+	f.mu.Lock()
+	at, prev := f.ls.at, f.ls.demand
+	r := f.measure(at.Add(time.Second))
+	f.mu.Unlock()
+	assert.InDelta(t, wantSmoothing*7+(1-wantSmoothing)*prev, r.demand, 1e-9, "7 attempts a second")
 
 	clock := newVClock()
 	v := newTestFleet(t, rdb, "one-call-virtual", clock, opts...)

@@ -192,10 +192,11 @@ type Fleet struct {
 	strategy retry.RetryStrategy
 
 	// exact says that attempts are admitted in Redis now: the fleet's rate
-	// is known, at most WithExactBelow, and Redis answers. refusals counts
-	// the attempts it refused.
-	exact    atomic.Bool
-	refusals atomic.Int64
+	// is known, at most WithExactBelow, and Redis answers. asked counts
+	// the attempts the process asked to make meanwhile, each once (see
+	// wanted); refusals the times Redis refused one, or told one to wait.
+	exact           atomic.Bool
+	asked, refusals atomic.Int64
 	// lead is how far ahead of this process's last call to Redis under
 	// exact admission (an admission or a lease) the fleet's next free slot
 	// was, in nanoseconds: the sends booked and still to come then (see

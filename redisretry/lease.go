@@ -95,7 +95,7 @@ type leaseState struct {
 	// The counts reported so far, and when, and the smoothed demand.
 	at                            time.Time
 	attempts, throttles, refusals int64
-	exactRefusals                 int64
+	asked, exactRefusals          int64
 	demand, heldBack              float64
 	fallbackAttempts              int64 // attempts counted into the local budget since Redis failed
 
@@ -133,7 +133,7 @@ func (f *Fleet) refreshWithin(ctx context.Context) {
 type report struct {
 	demand, want, heldBack       float64
 	attempts, throttles, retries int64
-	exactRefusals                int64
+	asked, exactRefusals         int64
 	limiter                      retry.RateLimiterStats
 }
 
@@ -141,7 +141,7 @@ type report struct {
 // f.mu must be held.
 func (f *Fleet) measure(now time.Time) report {
 	s := f.limiter.Stats()
-	r := report{limiter: s, exactRefusals: f.refusals.Load()}
+	r := report{limiter: s, asked: f.asked.Load(), exactRefusals: f.refusals.Load()}
 	r.attempts = max(s.Attempts-f.ls.attempts, 0)
 	r.throttles = max(s.Throttles-f.ls.throttles, 0)
 	refusals := max(s.Refusals-f.ls.refusals, 0)
@@ -157,12 +157,12 @@ func (f *Fleet) measure(now time.Time) report {
 	// What the process would send unrestricted, smoothed over the last
 	// few intervals, with a margin, so that a process that sends at random
 	// times is not held at exactly its mean rate. Under exact admission,
-	// every attempt asks Redis, and a refused one asks again when its slot
-	// is due: what the process sent and was refused is its demand, and a
-	// process refused at all wants at least four times its share, so that
-	// the members held to their shares all bid above the level that
-	// max-min fairness gives them, even when others have just left, and
-	// share it equally. With leases, the local
+	// each attempt the process asked to make counts once, whether it was
+	// admitted, made to wait or refused, locally or in Redis (see wanted):
+	// that is its demand, and a process refused at all wants at least four
+	// times its share, so that the members held to their shares all bid
+	// above the level that max-min fairness gives them, even when others
+	// have just left, and share it equally. With leases, the local
 	// limiter's refusals count the times a waiting attempt asked again as
 	// well, and a process that sends at random is refused now and then by
 	// bursts of its own: its demand is what it sent, and it wants more
@@ -173,7 +173,7 @@ func (f *Fleet) measure(now time.Time) report {
 	sent := float64(r.attempts) / dt
 	sample := sent
 	if exact {
-		sample = float64(r.attempts+refusals) / dt
+		sample = float64(max(r.asked-f.ls.asked, r.attempts)) / dt
 	}
 	r.demand = sample
 	if !f.ls.at.IsZero() {
@@ -246,7 +246,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		return err
 	}
 	f.ls.at, f.ls.attempts, f.ls.throttles, f.ls.refusals = now, r.limiter.Attempts, r.limiter.Throttles, r.limiter.Refusals
-	f.ls.exactRefusals, f.ls.demand, f.ls.heldBack = r.exactRefusals, r.demand, r.heldBack
+	f.ls.asked, f.ls.exactRefusals, f.ls.demand, f.ls.heldBack = r.asked, r.exactRefusals, r.demand, r.heldBack
 	f.ls.fallbackAttempts = r.limiter.Attempts
 	f.keepHeldBack(now, l)
 	f.ls.share, f.ls.capacity, f.ls.members, f.ls.seq = l.share, l.capacity, l.members, l.seq

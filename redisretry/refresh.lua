@@ -252,8 +252,10 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
         if not significant then accepted = math.max(accepted, w) end
         w = math.max(accepted, minrate)
         cap = math.max(start * w, minrate)
-        -- A significant cut under exact admission is tested (above).
-        testing = significant and cap < rate and rate <= exactbelow
+        -- A significant cut under exact admission is tested (above),
+        -- unless it ends a probe: the probe sent past the estimate, and
+        -- the throttles that ended it are its own.
+        testing = significant and not probing and cap < rate and rate <= exactbelow
         if testing then tsa, tst, tf, tcap = sa, st, cap / rate, was end
       end
       cut, evs = now, {}

@@ -268,6 +268,9 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 						t.Fatalf("%s: a refusal without a wait: %+v", mode.name, p.limiter.Stats())
 					}
 					if d > deadline-s.now() {
+						if p.fleet != nil && p.fleet.exact.Load() {
+							p.fleet.asked.Add(1) // as exactStrategy counts it
+						}
 						refuse()
 						return
 					}
@@ -279,6 +282,7 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				send(p)
 				return
 			}
+			p.fleet.asked.Add(1) // as exactStrategy does, once per attempt
 			fleetSlot()
 		}
 		// fleetSlot is admit's loop: the fleet's slot in Redis, asked for
