@@ -283,15 +283,17 @@ func TestLearnedCapacitySpacesFirst(t *testing.T) {
 // probes for a rate that has risen. Under exact admission the sends are
 // spaced, and the first throttle ends the probe: a cut back to 90% of the
 // estimate, which it keeps. With leases one throttle in a hundred attempts
-// is noise, and the probe goes on.
+// is noise, and the probe goes on. A probe that ends in significant
+// throttles is cut on them, and the cut is not tested for the throttles'
+// cause: they are the probe's own.
 func TestLearnedProbeEndsOnAThrottle(t *testing.T) {
 	srv := startRedis(t)
 	rdb := srv.client(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name  string
-		exact bool
-	}{{"exact", true}, {"leases", false}} {
+		name               string
+		exact, significant bool
+	}{{"exact", true, false}, {"exact-significant", true, true}, {"leases", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := newVClock()
 			opts := []Option{WithMember("a")}
@@ -337,6 +339,12 @@ func TestLearnedProbeEndsOnAThrottle(t *testing.T) {
 				_, _, err = a.reserve(ctx, time.Second)
 				require.NoError(t, err)
 				assert.InDelta(t, learnStart*w, field("cap"), 1e-6, "told once")
+			}
+			if tc.significant {
+				step(func(i int) bool { return i%5 == 0 })
+				assert.Less(t, a.Stats().Capacity, learnStart*probe, "cut on the throttles")
+				assert.Empty(t, rdb.HGet(ctx, a.keys[1], "test").Val(), "a cut that ends a probe is not tested")
+				return
 			}
 			step(func(i int) bool { return i == 0 })
 			if tc.exact {
