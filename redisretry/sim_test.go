@@ -268,8 +268,8 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 						t.Fatalf("%s: a refusal without a wait: %+v", mode.name, p.limiter.Stats())
 					}
 					if d > deadline-s.now() {
-						if p.fleet != nil && p.fleet.exact.Load() {
-							p.fleet.asked.Add(1) // as exactStrategy counts it
+						if p.fleet != nil {
+							p.fleet.wanted(retry.ErrRateLimited) // as exactStrategy counts it
 						}
 						refuse()
 						return
@@ -282,7 +282,7 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				send(p)
 				return
 			}
-			p.fleet.asked.Add(1) // as exactStrategy does, once per attempt
+			p.fleet.wanted(nil) // as exactStrategy counts it, once per attempt
 			fleetSlot()
 		}
 		// fleetSlot is admit's loop: the fleet's slot in Redis, asked for
