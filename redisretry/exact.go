@@ -144,19 +144,51 @@ func (f *Fleet) admit(ctx context.Context) error {
 // and its queue stays about as long. The time of that slot, which only
 // moves away as others book theirs, would say that the queue shrinks as
 // it is sent, and an attempt that waited for its own slot would ask, and
-// find the slots within its wait taken. The cost is an attempt now and
-// then refused that Redis would have admitted, when the queue did shrink
-// (the README has the figures). See keepHeldBack for what a new lease
-// changes. A process that saw a throttle Redis was not told of asks at
-// once: the throttle may end a probe of a learned rate (see gcra.lua).
+// find the slots within its wait taken.
+//
+// About as long: the queue wanders as the fleet books its slots, one at a
+// time and at random, and an attempt is refused here, not by Redis, when
+// the queue last heard of may since have grown past its wait (see
+// drift). That matters because the queue is usually as long as the
+// longest wait: the shares add up to more than the fleet's rate (by the
+// margins of the members' wants), so the queue grows until the attempts
+// beyond it are refused; without the margin, the attempts at that edge
+// were refused by Redis as often as here, a call in eleven (the README
+// has the figures). The cost is an attempt now and then refused that
+// Redis would have admitted, when the queue did shrink. See keepHeldBack
+// for what a new lease changes. A process that saw a throttle Redis was
+// not told of asks at once: the throttle may end a probe of a learned
+// rate (see gcra.lua).
 func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool) {
 	if f.limiter.Stats().Throttles > f.toldThrottles.Load() {
 		return 0, false
 	}
+	now := f.clock.Now().UnixNano()
 	if own := f.ownAt.Load(); own != 0 {
-		wait = max(time.Duration(own-f.clock.Now().UnixNano()), 0)
+		wait = max(time.Duration(own-now), 0)
 	}
-	return wait, wait > left || time.Duration(f.queue.Load()) > left
+	queue := time.Duration(f.queue.Load())
+	return wait, wait > left || queue > 0 && queue > left-f.drift(now, left)
+}
+
+// queueDrift is how many standard deviations of its random walk the
+// fleet's queue is taken to have grown by since Redis last said how long
+// it was (see drift).
+const queueDrift = 3
+
+// drift is how much longer the fleet's queue may have grown since Redis
+// last said how long it was, for an attempt that may wait left: the fleet
+// books its slots at about its rate, each when some process asks, at
+// random, while they are sent at its rate, so over a time t the queue
+// wanders as a random walk of about t×rate steps of 1/rate each, whose
+// standard deviation is √(t/rate); drift is queueDrift of those, but at
+// most half of left, so that an estimate gone stale still lets an attempt
+// ask when the queue last heard of was short. now is UnixNano on the
+// Fleet's clock.
+func (f *Fleet) drift(now int64, left time.Duration) time.Duration {
+	age := max(now-f.heard.Load(), 0)
+	d := time.Duration(queueDrift * math.Sqrt(float64(age)*float64(f.slot.Load())))
+	return min(d, f.cfg.maxWait/2)
 }
 
 // booked records how far ahead of now the fleet's next free slot under
@@ -166,7 +198,9 @@ func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool) {
 // heldBack). A slot time further ahead than this process's admission
 // honours (the longest wait, a second and the burst's slots: gcra.lua
 // starts from now past it) is no booking: a corrupted value, or one booked
-// by a process with a longer WithMaxWait.
+// by a process with a longer WithMaxWait. It also records when Redis said
+// so, and the fleet's slot (1/capacity), which say how far the queue may
+// have wandered since (see drift).
 func (f *Fleet) booked(lead time.Duration, capacity float64) {
 	most, burst := f.cfg.maxWait+time.Second, time.Duration(0)
 	if capacity > 0 && !math.IsInf(capacity, 1) {
@@ -178,6 +212,12 @@ func (f *Fleet) booked(lead time.Duration, capacity float64) {
 	}
 	f.lead.Store(int64(min(lead, f.cfg.maxWait+time.Second)))
 	f.queue.Store(int64(max(lead-burst, 0)))
+	f.heard.Store(f.clock.Now().UnixNano())
+	var slot time.Duration
+	if capacity > 0 && !math.IsInf(capacity, 1) {
+		slot = time.Duration(float64(time.Second) / capacity)
+	}
+	f.slot.Store(int64(slot))
 }
 
 // localSlot waits for a send slot of the local limiter, within maxWait.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/retrykit/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -305,9 +306,13 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	assert.ErrorIs(t, v.admit(short), retry.ErrRateLimited)
 	assert.Zero(t, commandCalls(t, rdb, "evalsha")-before, "refused without a call")
 	clock.Advance(slot)
-	_, refuse = v.heldBack(slot - 2*time.Microsecond)
-	assert.True(t, refuse, "the fleet's queue is taken to be as long as Redis last said (a slot), though that slot's time has come")
-	wait, refuse = v.heldBack(slot)
+	// The fleet's queue is taken to be as long as Redis last said (a
+	// slot), though that slot's time has come, and to have wandered since,
+	// by up to three standard deviations of its walk over a slot's time:
+	// 3 × √(50ms × 50ms) = 150ms.
+	_, refuse = v.heldBack(slot + 3*slot - time.Millisecond)
+	assert.True(t, refuse, "the queue may have grown past the wait")
+	wait, refuse = v.heldBack(slot + 3*slot + time.Millisecond)
 	assert.True(t, wait == 0 && !refuse, "due: ask")
 	res, _, err = v.reserve(ctx, time.Second)
 	require.NoError(t, err)
@@ -353,6 +358,43 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	res, _, err = slow.reserve(ctx, time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, slotOverShare, res, "with the share Redis holds (0.2), the slot is not due")
+}
+
+// TestHeldBackDrift: the fleet's queue, as Redis last said it, is taken to
+// have wandered since by up to three standard deviations of its walk
+// (√(age/rate)), at most half the longest wait; a queue last heard to be
+// empty never refuses an attempt.
+func TestHeldBackDrift(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never called
+	defer rdb.Close()
+	clock := newVClock()
+	f := newTestFleet(t, rdb, "drift", clock, WithRate(5), WithHeadroom(0), WithBurst(1)) // a slot every 200 ms
+	f.booked(1500*time.Millisecond, 5)
+	_, refuse := f.heldBack(1500 * time.Millisecond)
+	assert.False(t, refuse, "just heard: the queue is as long as Redis said")
+	_, refuse = f.heldBack(1500*time.Millisecond - time.Microsecond)
+	assert.True(t, refuse, "just heard, longer than the wait")
+
+	clock.Advance(50 * time.Millisecond) // 3 × √(50ms × 200ms) = 300ms
+	_, refuse = f.heldBack(1790 * time.Millisecond)
+	assert.True(t, refuse, "may have grown past the wait")
+	_, refuse = f.heldBack(1810 * time.Millisecond)
+	assert.False(t, refuse, "cannot have")
+
+	clock.Advance(time.Hour) // 3 × √(1h × 200ms) is more than half the longest wait, 1 s
+	_, refuse = f.heldBack(2*time.Second + 400*time.Millisecond)
+	assert.True(t, refuse)
+	_, refuse = f.heldBack(2*time.Second + 600*time.Millisecond)
+	assert.False(t, refuse, "an estimate gone stale still lets an attempt ask")
+
+	f.booked(0, 5)
+	clock.Advance(time.Hour)
+	_, refuse = f.heldBack(0)
+	assert.False(t, refuse, "an empty queue, however old the news, is asked")
+	f.booked(time.Second, math.Inf(1))
+	clock.Advance(time.Hour)
+	_, refuse = f.heldBack(time.Second)
+	assert.False(t, refuse, "no rate known: no drift")
 }
 
 // isTimeout reports whether err is a timeout: go-redis reports a deadline

@@ -208,8 +208,12 @@ type Fleet struct {
 	// ownAt is when this process's own next slot under exact admission is
 	// due, as Redis last said (UnixNano on the Fleet's clock; 0: unknown),
 	// and queue how far ahead of that answer the fleet's next free slot
-	// was, in nanoseconds. See heldBack.
-	ownAt, queue atomic.Int64
+	// was, in nanoseconds; heard is when that answer came (UnixNano on the
+	// Fleet's clock), and slot the fleet's slot then (1/capacity, in
+	// nanoseconds; 0: no rate known). See heldBack. Each is read without
+	// the others: a read that mixes two answers is off by a slot or two,
+	// which heldBack's margin covers.
+	ownAt, queue, heard, slot atomic.Int64
 
 	mu sync.Mutex
 	ls leaseState
