@@ -47,9 +47,10 @@
 // process's own share, so the fleet's sends are spaced as one client's
 // would be and the slots go round the fleet fairly. Each answer says when
 // the process's own next slot is due, and a process asks no sooner; and
-// how long the fleet's queue of slots is, which it takes to stay that long:
-// an attempt that could not have its slot within its wait is refused
-// without a call, and an admitted one costs about one call.
+// how long the fleet's queue of slots is, which it takes to stay about that
+// long: an attempt that could not have its slot within its wait, or might
+// not as the queue wanders, is refused without a call, and an admitted one
+// costs one call.
 //
 // # Knowing the limit
 //
