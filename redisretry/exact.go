@@ -168,7 +168,7 @@ func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool) {
 		wait = max(time.Duration(own-now), 0)
 	}
 	queue := time.Duration(f.queue.Load())
-	return wait, wait > left || queue > 0 && queue > left-f.drift(now, left)
+	return wait, wait > left || queue > 0 && queue > left-f.drift(now)
 }
 
 // queueDrift is how many standard deviations of its random walk the
@@ -177,15 +177,15 @@ func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool) {
 const queueDrift = 3
 
 // drift is how much longer the fleet's queue may have grown since Redis
-// last said how long it was, for an attempt that may wait left: the fleet
-// books its slots at about its rate, each when some process asks, at
-// random, while they are sent at its rate, so over a time t the queue
-// wanders as a random walk of about t×rate steps of 1/rate each, whose
-// standard deviation is √(t/rate); drift is queueDrift of those, but at
-// most half of left, so that an estimate gone stale still lets an attempt
-// ask when the queue last heard of was short. now is UnixNano on the
-// Fleet's clock.
-func (f *Fleet) drift(now int64, left time.Duration) time.Duration {
+// last said how long it was: the fleet books its slots at about its rate,
+// each when some process asks, at random, while they are sent at its
+// rate, so over a time t the queue wanders as a random walk of about
+// t×rate steps of 1/rate each, whose standard deviation is √(t/rate);
+// drift is queueDrift of those, but at most half the longest wait
+// (WithMaxWait), so that an estimate gone stale still lets an attempt that
+// may wait that long ask when the queue last heard of was under half of
+// it. now is UnixNano on the Fleet's clock.
+func (f *Fleet) drift(now int64) time.Duration {
 	age := max(now-f.heard.Load(), 0)
 	d := time.Duration(queueDrift * math.Sqrt(float64(age)*float64(f.slot.Load())))
 	return min(d, f.cfg.maxWait/2)
