@@ -58,8 +58,8 @@
 // 12.5%) for the variation of network latency. Without it the fleet learns
 // it from the throttles of every process, pooled once an interval. Before
 // the first throttle the rate is unlimited. When significantly more than
-// 2% of the fleet's attempts of the last five intervals were throttled
-// (at least 20 attempts: a fleet that sends fewer in five intervals
+// 2% (two standard deviations) of the fleet's attempts of the last five
+// intervals were throttled (at least 20 attempts: a fleet that sends fewer in five intervals
 // decides on as many as hold 20, up to thirty), the fleet takes the rate
 // the service accepted as its estimate w of the service's rate (after the
 // first time, at least 80% of the rate in use), restarts at 90% of w, and
@@ -87,8 +87,11 @@
 // than 8 a second does not test its cuts); if the throttles stayed, and
 // did not fall significantly, the fleet goes back to the capacity before
 // the cut and, for a minute, takes that share, not 2%, for noise (the
-// share is an estimate, and its variance counts), and a throttle past w
-// no longer ends a probe. Then it tests again at the next cut.
+// share is an estimate, and its variance counts; a cut then takes three
+// standard deviations above it, as the fleet decides every interval on
+// windows that overlap, and at two a high draw of the noise would cut
+// about once a minute), and a throttle past w no longer ends a probe.
+// Then it tests again at the next cut.
 //
 // Under exact admission the first throttles do not set w: sends that
 // arrive at random are throttled well below the rate of a service that

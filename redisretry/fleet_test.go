@@ -411,6 +411,21 @@ func TestLearnedCauseTest(t *testing.T) {
 				step(quarter)
 				assert.GreaterOrEqual(t, a.Stats().Capacity, 20.0, "no cut on the tolerated share")
 			}
+			// Nor is a share two standard deviations above it (of the
+			// tolerated share, an estimate from qn attempts, on the last
+			// five intervals' 100): a cut takes three.
+			qn, err := rdb.HGet(ctx, a.keys[1], "qn").Float64()
+			require.NoError(t, err)
+			sd := math.Sqrt(0.25*100 + 0.25*0.75*100*100/qn)
+			require.True(t, 40 > 25+2*sd && 40 < 25+3*sd, "40 of 100 throttled is between two and three deviations (%v) above 25", sd)
+			for range learnEpochs + 2 {
+				step(func(i int) bool { return i%5 < 2 })
+				assert.GreaterOrEqual(t, a.Stats().Capacity, 20.0, "no cut two deviations above the tolerated share")
+			}
+			for i := 0; a.Stats().Capacity >= 20; i++ {
+				require.Less(t, i, 3, "no cut at 80% throttled")
+				step(func(i int) bool { return i%5 < 4 })
+			}
 		})
 	}
 }

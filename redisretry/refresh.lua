@@ -220,13 +220,16 @@ if ended or not rec and redis.call('HLEN', members) < maxdivide then
         resumed = true
       end
     end
-    -- Significantly more throttled than the tolerance, or than the share
-    -- that does not depend on the load (itself an estimate from qn
-    -- attempts: its variance counts).
-    local p = tolerance * sa
-    local spread = p
-    if q > tolerance then p, spread = q * sa, q * sa + q * (1 - q) * sa * sa / qn end
-    local significant = not resumed and sa >= minattempts and st > p + 2 * math.sqrt(spread)
+    -- Significantly more throttled than the tolerance (two standard
+    -- deviations), or than the share that does not depend on the load
+    -- (itself an estimate from qn attempts: its variance counts): three,
+    -- as the fleet decides every interval, on windows that overlap, and
+    -- at two a high draw of throttles that come whatever the load would
+    -- cut about once a minute, each cut then tested again, and now and
+    -- then taken for congestion.
+    local p, spread, z = tolerance * sa, tolerance * sa, 2
+    if q > tolerance then p, spread, z = q * sa, q * sa + q * (1 - q) * sa * sa / qn, 3 end
+    local significant = not resumed and sa >= minattempts and st > p + z * math.sqrt(spread)
     -- Past its estimate under exact admission, the fleet probes for a
     -- rate that has risen; spaced sends are not throttled below the
     -- service's rate (but for the spread of latency), so the first
