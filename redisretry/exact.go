@@ -202,22 +202,19 @@ func (f *Fleet) drift(now int64) time.Duration {
 // so, and the fleet's slot (1/capacity), which say how far the queue may
 // have wandered since (see drift).
 func (f *Fleet) booked(lead time.Duration, capacity float64) {
-	most, burst := f.cfg.maxWait+time.Second, time.Duration(0)
+	step := 0.0 // the fleet's slot in nanoseconds; 0: no rate known
 	if capacity > 0 && !math.IsInf(capacity, 1) {
-		most += time.Duration(float64(f.cfg.burst) / capacity * float64(time.Second))
-		burst = time.Duration(float64(f.cfg.burst-1) / capacity * float64(time.Second))
+		step = float64(time.Second) / capacity
 	}
+	most := f.cfg.maxWait + time.Second + time.Duration(float64(f.cfg.burst)*step)
+	burst := time.Duration(float64(f.cfg.burst-1) * step)
 	if lead > most {
 		lead = 0
 	}
 	f.lead.Store(int64(min(lead, f.cfg.maxWait+time.Second)))
 	f.queue.Store(int64(max(lead-burst, 0)))
 	f.heard.Store(f.clock.Now().UnixNano())
-	var slot time.Duration
-	if capacity > 0 && !math.IsInf(capacity, 1) {
-		slot = time.Duration(float64(time.Second) / capacity)
-	}
-	f.slot.Store(int64(slot))
+	f.slot.Store(int64(step))
 }
 
 // localSlot waits for a send slot of the local limiter, within maxWait.

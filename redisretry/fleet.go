@@ -59,13 +59,13 @@
 // it from the throttles of every process, pooled once an interval. Before
 // the first throttle the rate is unlimited. When significantly more than
 // 2% (two standard deviations) of the fleet's attempts of the last five
-// intervals were throttled (at least 20 attempts: a fleet that sends fewer in five intervals
-// decides on as many as hold 20, up to thirty), the fleet takes the rate
-// the service accepted as its estimate w of the service's rate (after the
-// first time, at least 80% of the rate in use), restarts at 90% of w, and
-// grows along a cubic curve centred on w, as TCP CUBIC does: back to w in
-// about 10 s, slowly near it, then faster beyond it, to find a rate that
-// has risen (w(1 + 0.0001(t-10)³), t seconds after the cut). It cuts at
+// intervals were throttled (at least 20 attempts: a fleet that sends
+// fewer in five intervals decides on as many as hold 20, up to thirty),
+// the fleet takes the rate the service accepted as its estimate w of the
+// service's rate (after the first time, at least 80% of the rate in use),
+// restarts at 90% of w, and grows along a cubic curve centred on w, as
+// TCP CUBIC does: back to w in about 10 s, slowly near it, then faster
+// beyond it, to find a rate that has risen (w(1 + 0.0001(t-10)³), t seconds after the cut). It cuts at
 // most once in three intervals plus, with exact admission, the maximum
 // wait: the counts just after a cut still hold attempts sent before it.
 // The learned rate never falls below 0.1 a second. Under exact admission,
