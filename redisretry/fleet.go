@@ -65,9 +65,10 @@
 // service's rate (after the first time, at least 80% of the rate in use),
 // restarts at 90% of w, and grows along a cubic curve centred on w, as
 // TCP CUBIC does: back to w in about 10 s, slowly near it, then faster
-// beyond it, to find a rate that has risen (w(1 + 0.0001(t-10)³), t seconds after the cut). It cuts at
-// most once in three intervals plus, with exact admission, the maximum
-// wait: the counts just after a cut still hold attempts sent before it.
+// beyond it, to find a rate that has risen (w(1 + 0.0001(t-10)³), t
+// seconds after the cut). It cuts at most once in three intervals plus,
+// with exact admission, the maximum wait: the counts just after a cut
+// still hold attempts sent before it.
 // The learned rate never falls below 0.1 a second. Under exact admission,
 // once the curve is past w, the first throttle ends the probe: sends
 // spaced one by one are not throttled below the service's rate but for
