@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,6 +171,84 @@ func TestHostileState(t *testing.T) {
 		l.limiter.Update(true)
 		_, _, err := l.reserve(ctx, time.Second)
 		require.NoError(t, err, "%v", bad)
+	}
+}
+
+// TestHostileStateRandom: the same at random, over every field the
+// scripts keep, the members' records and the slots, with the rate
+// configured and learned, by leases and exact admission: whatever Redis
+// holds, a refresh and an admission succeed (an error would drop the
+// process to its local limiter until the corrupted value expires, which it
+// never does while the fleet calls), and what they return is in range.
+// It found a corrupted member count that failed every newcomer's refresh,
+// a learned capacity or test record far below the least learned rate that
+// made slots further ahead than any reply may say, and a process's want
+// past what the script takes.
+func TestHostileStateRandom(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	clock := newVClock()
+	ctx := context.Background()
+	fields := []string{"end", "start", "cap", "cut", "w", "level", "extra", "heldsum", "a", "t", "x", "ring",
+		"budget", "asum", "ev", "q", "qn", "qend", "test", "probed", "tat", "seq"}
+	odd := []string{"", "0", "-0", "1", "-1", "0.5", "5", "nan", "inf", "-inf", "1e308", "-1e308", "1e-300",
+		"1e15", "9e18", "x", " ", "1 2", "1,2,3", "3 1 0.5 4", "0 0 0 0", "1 1 1 -1", "-5,-5"}
+	for _, seed := range []uint64{1, 2, 3} {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		// A value: an odd string, a time near the clock's, or a number of
+		// any size and sign.
+		val := func() string {
+			switch rng.IntN(4) {
+			case 0:
+				off := []float64{0, 1, -1, 0.5, 1e6, -1e6, 3e6, 1e12, -1e12}[rng.IntN(9)]
+				return fmt.Sprintf("%.17g", float64(clock.Now().UnixMicro())+off)
+			case 1:
+				return fmt.Sprintf("%.17g", math.Pow(10, rng.Float64()*40-20)*float64(1-2*rng.IntN(2)))
+			}
+			return odd[rng.IntN(len(odd))]
+		}
+		vals := func(n int, sep string) string {
+			v := make([]string, n)
+			for i := range v {
+				v[i] = val()
+			}
+			return strings.Join(v, sep)
+		}
+		for i, opts := range [][]Option{{WithRate(5)}, {WithRate(500)}, {}, {WithExactBelow(0)}} {
+			name := fmt.Sprintf("hostile-random-%d-%d", seed, i)
+			a := newTestFleet(t, rdb, name, clock, append([]Option{WithMember("a")}, opts...)...)
+			b := newTestFleet(t, rdb, name, clock, append([]Option{WithMember("b")}, opts...)...)
+			for step := range 1000 {
+				if rng.IntN(3) == 0 {
+					k, v := fields[rng.IntN(len(fields))], val()
+					switch k {
+					case "ev", "ring":
+						v = vals(3, ",") + " " + vals(3, ",")
+					case "test":
+						v = vals(4, " ")
+					}
+					require.NoError(t, rdb.HSet(ctx, a.keys[1], k, v).Err())
+				}
+				if rng.IntN(10) == 0 {
+					require.NoError(t, rdb.HSet(ctx, a.keys[0], []string{"a", "b", "c"}[rng.IntN(3)], vals(5, " ")).Err())
+				}
+				if rng.IntN(10) == 0 {
+					require.NoError(t, rdb.HSet(ctx, a.keys[2], []string{"a", "b"}[rng.IntN(2)], val()).Err())
+				}
+				clock.Advance(time.Duration(rng.IntN(2000)) * time.Millisecond)
+				for _, f := range []*Fleet{a, b} {
+					attempts(f, rng.IntN(20), func(int) bool { return rng.IntN(3) == 0 })
+					require.NoError(t, f.refresh(ctx), "seed %d, %s, step %d", seed, name, step)
+					s := f.Stats()
+					require.True(t, s.Share > 0 && (math.IsInf(s.Share, 1) || s.Share <= s.Capacity*(1+1e-9)) &&
+						s.RetryGrant >= 0 && s.RetryGrant <= maxGrant, "seed %d, %s, step %d: %+v", seed, name, step, s)
+					res, wait, err := f.reserve(ctx, time.Second)
+					require.NoError(t, err, "seed %d, %s, step %d", seed, name, step)
+					require.True(t, wait >= 0 && (res != slotReserved || wait <= time.Second+time.Microsecond),
+						"seed %d, %s, step %d: %v after %v", seed, name, step, res, wait)
+				}
+			}
+		}
 	}
 }
 

@@ -132,7 +132,7 @@
 // leave, so the shares are rebuilt without a burst. Time comes from
 // Redis's clock, never from the processes'; every value read back is
 // checked, so a corrupted or hostile value cannot make a share negative,
-// NaN or unbounded.
+// NaN or unbounded, or a refresh or an admission fail.
 //
 // # Keys
 //

@@ -42,7 +42,7 @@ end
 local maxwait = num(ARGV[1], 0, 1e15)
 local burst = num(ARGV[2], 1, 1e9)
 local share = num(ARGV[5], 0, 1e15)
-local mburst = num(ARGV[6], 1, 1e9)
+local mburst = num(ARGV[6], 1, 2 ^ 30) -- localBurst's largest
 local horizon = num(ARGV[7], 0, 1e15)
 local configured = num(ARGV[8], 0, 1e15)
 local throttled, start = num(ARGV[9], 0, 1e15), num(ARGV[10], 0, 1)
@@ -60,6 +60,9 @@ local fmt = '%.17g'
 
 local f = redis.call('HMGET', KEYS[1], 'cap', 'tat', 'w', 'q', 'qend', 'cut', 'probed')
 local cap = num(f[1], -1, 1e15)
+-- -1: no rate learned yet; below the least learned rate: not one of ours
+-- (refresh.lua writes neither).
+if cap ~= nil and cap < minrate then cap = nil end
 if configured > 0 then
   cap = configured
 elseif throttled > 0 and cap ~= nil and (f[7] or '') == '' then

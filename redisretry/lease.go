@@ -64,7 +64,8 @@ func (f *Fleet) phaseAt(now time.Time, rate float64) float64 {
 const goldenRatio = 0.6180339887498949
 
 // localBurst is the burst of a process's share, locally and in Redis: the
-// share's whole number, and at least two.
+// share's whole number, and at least two, at most 2^30 (gcra.lua takes no
+// more).
 func localBurst(share float64) int { return int(max(2, min(share, 1<<30))) }
 
 // The learning algorithm's constants (see the package documentation).
@@ -199,6 +200,7 @@ func (f *Fleet) measure(now time.Time) report {
 	case refusals > 0:
 		r.want = max(r.want, sent*(1+wantMargin))
 	}
+	r.want = min(r.want, maxRate) // the script takes no more
 	return r
 }
 

@@ -100,6 +100,7 @@ local q, qn, qend = num(f[16], 0, 1) or 0, num(f[17], 1, BIG) or 1, num(f[18], 0
 if now >= qend then q = 0 end
 local tsa, tst, tf, tcap = string.match(f[19] or '', '^(%S+) (%S+) (%S+) (%S+)$')
 tsa, tst, tf, tcap = num(tsa, 1, BIG), num(tst, 0, BIG), num(tf, 0, 1), num(tcap, -1, BIG)
+if tcap ~= nil and tcap ~= -1 and tcap < minrate then tcap = nil end -- not a capacity learned
 local testing = tsa ~= nil and tst ~= nil and tst <= tsa and tf ~= nil and tf > 0 and tcap ~= nil
 
 if configured > 0 then
@@ -111,7 +112,7 @@ end
 -- throttle, sending at start*w since (see gcra.lua); the cut at the end of
 -- the interval is made from it, as if the throttle were counted here.
 local probedField = f[20] or ''
-local probed = num(probedField, 0, BIG)
+local probed = num(probedField, minrate, BIG) -- gcra.lua writes no less
 
 -- This call's counts join the epoch's.
 ea, et, ex = ea + attempts, et + throttles, ex + retries
@@ -129,7 +130,12 @@ if rec then
   oldheld = num(rh, 0, BIG) or 0
   seq = num(rs, 1, BIG)
 end
-if seq == nil then seq = redis.call('HINCRBY', statekey, 'seq', 1) end
+if seq == nil then
+  -- The next number (read and checked, not HINCRBY: a corrupted count
+  -- would make it fail, and every newcomer's refresh with it).
+  seq = math.floor(num(redis.call('HGET', statekey, 'seq'), 0, BIG - 1) or 0) + 1
+  redis.call('HSET', statekey, 'seq', string.format('%d', seq))
+end
 
 -- At the end of an epoch, drop the members whose lease ended, learn the
 -- capacity, divide it max-min fairly by wants, and work out the retry
