@@ -43,11 +43,12 @@ func (p *publishedCUBIC) reduces(l *RateLimiter, now time.Time) bool {
 }
 
 // resume starts the CUBIC curve from rate at t: the curve starts at beta
-// times its maximum. l.mu must be held.
+// times its maximum (at most the largest float64: a huge rate assigned, or
+// a tiny beta, would make it infinite). l.mu must be held.
 func (p *publishedCUBIC) resume(l *RateLimiter, t time.Time, rate float64) {
 	l.restart(t, rate)
 	p.calculated = rate
-	l.lastMaxRate = rate / l.cfg.beta
+	l.lastMaxRate = min(rate/l.cfg.beta, math.MaxFloat64)
 }
 
 // learnedShare returns 0: the published algorithm learns no share.
@@ -60,8 +61,14 @@ func cubicK(maxRate, beta, scaleConstant float64) float64 {
 }
 
 // cubicRate returns the rate the published CUBIC curve gives dt seconds
-// after a reduction from maxRate.
+// after a reduction from maxRate. Where the curve's fall from maxRate to
+// beta times it, over scaleConstant, is beyond float64 (a huge maxRate, a
+// tiny scaleConstant), it is beta*maxRate: the curve's start, which it
+// does not leave within any time a clock can tell.
 func cubicRate(dt, maxRate, beta, scaleConstant float64) float64 {
 	d := dt - cubicK(maxRate, beta, scaleConstant)
-	return scaleConstant*d*d*d + maxRate
+	if r := scaleConstant*d*d*d + maxRate; !math.IsNaN(r) && !math.IsInf(r, -1) {
+		return r
+	}
+	return beta * maxRate
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -1150,4 +1151,72 @@ func TestRateLimiterCauseTest(t *testing.T) {
 				s.LearnedShare, sent, 0.8*ideal*5, 1.5*ideal*5, s)
 		}
 	})
+}
+
+// TestRateLimiterRandomInvariants drives limiters of every algorithm, with
+// options at the ends of their ranges, through random attempts, throttles,
+// acquisitions and assignments (rates from 1e-300 to the largest float64
+// and infinity), on a clock that jumps, backwards too: whatever they are
+// given that they accept, their rates, capacity and tokens are never NaN
+// or negative, and no wait is negative. (It found the published
+// algorithm's rate NaN after an assignment of the largest float64, or any
+// assignment with a tiny WithBeta, had ended: the curve's maximum, the
+// rate over beta, was infinite.)
+func TestRateLimiterRandomInvariants(t *testing.T) {
+	rates := []float64{1e-300, 1e-9, 0.001, 0.5, 3, 100, 1e4, 1e9, 1e15, 1e300, math.MaxFloat64, math.Inf(1)}
+	configs := [][]retry.RateLimiterOption{
+		nil,
+		{retry.WithPublishedCUBIC()},
+		{retry.WithFailFast(true)},
+		{retry.WithDemandClock(10)},
+		{retry.WithMinFillRate(1e-6)},
+		{retry.WithMinFillRate(math.MaxFloat64)},
+		{retry.WithMinFillRate(math.MaxFloat64), retry.WithPublishedCUBIC()},
+		{retry.WithPublishedCUBIC(), retry.WithBeta(1e-300)},
+		{retry.WithPublishedCUBIC(), retry.WithScaleConstant(1e-300)},
+		{retry.WithPublishedCUBIC(), retry.WithScaleConstant(math.MaxFloat64)},
+		{retry.WithBeta(1e-300)},
+		{retry.WithScaleConstant(1e-300)},
+		{retry.WithScaleConstant(math.MaxFloat64), retry.WithSmoothing(1e-300)},
+	}
+	for seed := range uint64(3) {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := retry.ClockFunc(func() time.Time { return now })
+		for c, opts := range configs {
+			l, err := retry.NewRateLimiter(append([]retry.RateLimiterOption{retry.WithClock(clock)}, opts...)...)
+			require.NoError(t, err)
+			for step := range 5000 {
+				switch r := rng.IntN(100); {
+				case r < 3:
+					now = now.Add(time.Duration(rng.Int64N(int64(time.Hour))) - 10*time.Minute)
+				case r < 40:
+					unit := []time.Duration{time.Microsecond, time.Millisecond, 100 * time.Millisecond, time.Second}[rng.IntN(4)]
+					now = now.Add(time.Duration(rng.ExpFloat64() * float64(unit)))
+				}
+				switch r := rng.IntN(100); {
+				case r < 50:
+					l.Update(rng.IntN(3) == 0)
+				case r < 90:
+					d, _ := l.Acquire()
+					require.GreaterOrEqual(t, d, time.Duration(0), "seed %d, config %d, step %d", seed, c, step)
+				default:
+					a := retry.Assignment{Rate: rates[rng.IntN(len(rates))], Burst: []int{0, 1, 2, 1 << 20, math.MaxInt32}[rng.IntN(5)],
+						Phase: rng.Float64(), Until: now.Add(time.Duration(rng.Int64N(int64(10 * time.Second))))}
+					if rng.IntN(3) == 0 {
+						a.NextSend = now.Add(time.Duration(rng.Int64N(int64(5*time.Second))) - time.Second)
+					}
+					if rng.IntN(3) == 0 {
+						a.Ceiling = rates[rng.IntN(len(rates)-1)]
+					}
+					_ = l.Assign(a) // refused if out of range
+				}
+				s := l.Stats()
+				for _, v := range []float64{s.FillRate, s.MeasuredRate, s.Capacity, s.LastMaxRate} {
+					require.False(t, math.IsNaN(v) || v < 0, "seed %d, config %d, step %d: %+v", seed, c, step, s)
+				}
+				require.False(t, math.IsNaN(s.Tokens), "seed %d, config %d, step %d: %+v", seed, c, step, s)
+			}
+		}
+	}
 }
