@@ -644,6 +644,8 @@ func route53Table(t *testing.T, d time.Duration, check func(burst float64, mode 
 // the capacity and the margins (96.25 of the 100). A light process's share
 // follows its own noisy demand (a few attempts in five intervals); the
 // test prints the share of the light processes' requests refused locally.
+// It prints the same for a fleet of fewer, busier light processes (below),
+// where the heavy processes lose part of their share.
 func TestSkewedShares(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
@@ -685,6 +687,40 @@ func TestSkewedShares(t *testing.T) {
 		heavy.lo, heavy.hi, light.lo, light.hi, sum.lo, sum.hi, th.pct(), lightRefused.pct())
 	if heavy.lo < 0.9 || heavy.hi > 1.1 || sum.hi > 1+wantMargin+1e-3 {
 		t.Errorf("heavy shares %.2f-%.2f of the fair one, all shares %.3f of the capacity", heavy.lo, heavy.hi, sum.hi)
+	}
+
+	// Fewer light processes that each send more: 10 wanting 20/s and 40
+	// wanting 1/s. Max-min fair, each light one gets its 1/s and each heavy
+	// one (87.5-40)/10 = 4.75. A light process at 1/s waits for a slot of
+	// its own share now and then (its requests come at random, and its
+	// bucket holds two sends); a wait counts as being held back, and its
+	// bids rise above what it sends, at the heavy ones' expense. The test
+	// prints where that leaves the fleet, and holds it to today's figures
+	// (0.76-0.77 of the limit got through; the README has what was tried).
+	mixedDemands := append(slices.Repeat([]float64{20}, 10), slices.Repeat([]float64{1}, 40)...)
+	mixed := shape
+	mixed.name, mixed.demands, mixed.snapshots = "mixed", mixedDemands, nil
+	used, heavyGot, lightRefused := newSpan(), newSpan(), newSpan()
+	for _, seed := range simSeeds[:3] {
+		r := runSim(t, rdb, mixed, simMode{name: "leases", fleet: []Option{WithRate(100)}}, seed)
+		used.add(r.used)
+		got, served, refused := 0, 0, 0
+		for i, p := range r.procs {
+			if i < 10 {
+				got += p.successes
+			} else {
+				served += p.successes
+				refused += p.refused
+			}
+		}
+		span := (mixed.duration - mixed.warmup).Seconds()
+		heavyGot.add(float64(got) / span / 10 / 4.75)
+		lightRefused.add(float64(refused) / float64(refused+served))
+	}
+	t.Logf("\n50 processes (10 wanting 20/s, 40 wanting 1/s), a configured 100/s, seeds 1-3: %s of the limit got through (at most 87.5%%); a heavy process got %.2f-%.2f of its fair 4.75/s; the light processes' requests refused locally %s",
+		used.pct(), heavyGot.lo, heavyGot.hi, lightRefused.pct())
+	if used.lo < 0.74 {
+		t.Errorf("mixed fleet: %s of the limit got through, want at least 74%%", used.pct())
 	}
 }
 
