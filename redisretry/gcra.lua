@@ -60,8 +60,8 @@ local fmt = '%.17g'
 
 local f = redis.call('HMGET', KEYS[1], 'cap', 'tat', 'w', 'q', 'qend', 'cut', 'probed')
 local cap = num(f[1], -1, 1e15)
--- -1: no rate learned yet; below the least learned rate: not one of ours
--- (refresh.lua writes neither).
+-- No rate known: -1 (none learned yet), or a value below the least rate
+-- learned, which refresh.lua never writes (not one of ours).
 if cap ~= nil and cap < minrate then cap = nil end
 if configured > 0 then
   cap = configured
