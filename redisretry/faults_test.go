@@ -62,27 +62,66 @@ func TestRedisDownKeepsShares(t *testing.T) {
 	assert.Len(t, errs, 10, "the error handler hears of every failure")
 	assert.Equal(t, 4.0, a.limiter.Stats().FillRate, "the local algorithm holds the share while nothing is throttled")
 
-	// Back, empty. A newcomer that asks for everything comes first: it
-	// gets it all, and the members coming back get nothing more until it
-	// makes room for them at its next refresh. The shares never add up to
-	// more than the capacity.
+	// Back, empty. The members come back one after the other and keep the
+	// shares they pace at, no more: the first back does not take the whole
+	// capacity, leaving nothing to the others for an interval. A newcomer
+	// then gets only what they leave, and the three share equally within two
+	// intervals.
 	srv.Restart()
 	// go-redis's pool waits a moment before it dials again after failures.
 	require.Eventually(t, func() bool { return rdb.Ping(ctx).Err() == nil }, 10*time.Second, 10*time.Millisecond)
-	c := newTestFleet(t, rdb, "down", clock, WithRate(8), WithHeadroom(0), WithMember("c"), WithExactBelow(0))
-	for round := range 3 {
-		clock.Advance(time.Second)
-		both(20)
-		attempts(c, 20, nil)
-		for _, f := range []*Fleet{c, a, b} {
-			require.NoError(t, f.refresh(ctx))
+	clock.Advance(time.Second)
+	both(20)
+	require.NoError(t, a.refresh(ctx))
+	assert.InDelta(t, 4, a.Stats().Share, 1e-9, "the first back keeps its share")
+	require.NoError(t, b.refresh(ctx))
+	assert.InDelta(t, 4, b.Stats().Share, 1e-9, "the second back keeps its share")
+	fleets := []*Fleet{newTestFleet(t, rdb, "down", clock, WithRate(8), WithHeadroom(0), WithMember("c"), WithExactBelow(0)), a, b}
+	sum := func() float64 {
+		s := 0.0
+		for _, f := range fleets {
+			s += f.Stats().Share
 		}
-		sum := a.Stats().Share + b.Stats().Share + c.Stats().Share
-		assert.LessOrEqual(t, sum, 8*(1+3e-6), "round %d after the restart: no burst", round)
+		return s
 	}
-	for _, f := range []*Fleet{a, b, c} {
-		assert.InDelta(t, 8.0/3, f.Stats().Share, 1e-6, "two intervals after the restart, equal shares again")
+	rebuilt := func(when string) {
+		t.Helper()
+		for round := range 3 {
+			clock.Advance(time.Second)
+			for _, f := range fleets {
+				attempts(f, 20, nil)
+				require.NoError(t, f.refresh(ctx))
+			}
+			if round > 0 || when == "restart" {
+				assert.LessOrEqual(t, sum(), 8*(1+3e-6), "%s, round %d: no burst", when, round)
+			}
+		}
+		for _, f := range fleets {
+			assert.InDelta(t, 8/float64(len(fleets)), f.Stats().Share, 1e-6, "%s: two intervals on, equal shares again", when)
+		}
 	}
+	rebuilt("restart")
+
+	// Emptied again, and a newcomer comes first: nothing tells Redis of the
+	// shares the others hold, so it gets the whole capacity; the others keep
+	// theirs, and the shares add up to the capacity and the shares held
+	// before for an interval, until the newcomer's next refresh.
+	require.NoError(t, rdb.FlushAll(ctx).Err())
+	d := newTestFleet(t, rdb, "down", clock, WithRate(8), WithHeadroom(0), WithMember("d"), WithExactBelow(0))
+	clock.Advance(time.Second)
+	attempts(d, 20, nil)
+	require.NoError(t, d.refresh(ctx))
+	assert.InDelta(t, 8, d.Stats().Share, 1e-6, "a newcomer first after Redis emptied gets it all")
+	// A member back keeps its share, or its fair share among the members
+	// Redis knows if that is less: the fourth gets a quarter.
+	for i, f := range fleets {
+		attempts(f, 20, nil)
+		require.NoError(t, f.refresh(ctx))
+		assert.InDelta(t, min(8.0/3, 8/float64(i+2)), f.Stats().Share, 1e-6, "member %d back", i+1)
+	}
+	fleets = append(fleets, d)
+	assert.InDelta(t, 8+8.0/3+8.0/3+2, sum(), 1e-5)
+	rebuilt("emptied, a newcomer first")
 }
 
 // TestRedisPausedDoesNotBlock: a Redis that stops answering (SIGSTOP) makes

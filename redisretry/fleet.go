@@ -127,9 +127,12 @@
 // fleet, each process on its own slot of a grid the fleet shares, so that
 // the fleet's sends stay spaced; back with Redis, a process keeps to its
 // local slots for one more interval, while others may still send on
-// theirs. A member that Redis does not know (new, or
-// coming back after Redis restarted empty) gets only what the others
-// leave, so the shares are rebuilt without a burst. Time comes from
+// theirs. A new member gets only what the others leave, so the shares are
+// rebuilt without a burst; a member coming back to a Redis that no longer
+// knows it (restarted empty, or its lease ended while it could not reach
+// Redis) keeps, for an interval, the share it paces at, or its fair share
+// if that is less, so that the members back first do not take the whole
+// capacity from those still to come. Time comes from
 // Redis's clock, never from the processes'; every value read back is
 // checked, so a corrupted or hostile value cannot make a share negative,
 // NaN or unbounded, or a refresh or an admission fail.

@@ -133,6 +133,7 @@ func (f *Fleet) refreshWithin(ctx context.Context) {
 // A report is what a refresh tells the fleet.
 type report struct {
 	demand, want, heldBack       float64
+	claim                        float64 // the share the process paces at, if a lease gave it (see refresh.lua)
 	attempts, throttles, retries int64
 	asked, exactRefusals         int64
 	limiter                      retry.RateLimiterStats
@@ -201,6 +202,9 @@ func (f *Fleet) measure(now time.Time) report {
 		r.want = max(r.want, sent*(1+wantMargin))
 	}
 	r.want = min(r.want, maxRate) // the script takes no more
+	if f.ls.leases > 0 && !math.IsInf(f.ls.share, 1) {
+		r.claim = f.ls.share
+	}
 	return r
 }
 
@@ -233,6 +237,7 @@ func (f *Fleet) refresh(ctx context.Context) error {
 		fmtFloat(f.cfg.start), f.cooldown().Microseconds(), fmtFloat(learnMinRate), learnEpochs,
 		learnMinAttempts, maxDivide, fmtFloat(wantMargin), fmtFloat(room),
 		fmtFloat(min(f.cfg.exactBelow, maxRate)), learnMaxEpochs, learnCauseLife.Microseconds(),
+		fmtFloat(r.claim),
 	}
 	res, err := refreshScript.Run(ctx, f.rdb, f.keys, args...).StringSlice()
 	var l lease

@@ -24,7 +24,8 @@
 -- never), ARGV[25] the most epochs of counts a cut is decided on, when
 -- the last ARGV[19] hold fewer than ARGV[20] attempts, ARGV[26] how long
 -- a throttled share found not to depend on the load is tolerated
--- (microseconds)
+-- (microseconds), ARGV[27] the share the member paces at under a lease
+-- Redis no longer knows (0: none; see the member's record below)
 --
 -- Returns {share, grant, members, capacity, level, seq, lead}, numbers as
 -- strings (share and capacity -1: no limit); seq numbers the members in the
@@ -62,6 +63,7 @@ local margin, most = arg(22, 0, 10), arg(23, 0, BIG)
 local exactbelow = arg(24, 0, BIG)
 local maxepochs = arg(25, epochs, 1000)
 local qlife = arg(26, 0, BIG)
+local claim = arg(27, 0, BIG)
 
 -- room returns the most the shares held may add up to at capacity cap:
 -- the capacity and the members' margins, within the configured rate (most);
@@ -117,18 +119,23 @@ local probed = num(probedField, minrate, BIG) -- gcra.lua writes no less
 -- This call's counts join the epoch's.
 ea, et, ex = ea + attempts, et + throttles, ex + retries
 
--- The member's record. A member without one (new, or its record expired
--- or was lost, as when Redis restarted empty) holds nothing as far as the
--- fleet knows: it gets a share only from what the others leave, so that
--- the shares are rebuilt without a burst. (What it held before is not
--- asked: a member that cannot reach Redis keeps its share only until its
--- lease ends.)
+-- The member's record. A member without one is new, or its record
+-- expired or was lost, as when Redis restarted empty. A new member holds
+-- nothing: it gets a share only from what the others leave, so that the
+-- shares are rebuilt without a burst. One that paces at a share it got
+-- before (claim) keeps at most that share, without growing, whatever the
+-- others hold: as when Redis restarted empty and every member comes back
+-- at its old share, one after the other. It would send that much anyway;
+-- given only what the others leave, the members back first would take
+-- the whole capacity and those after them nothing, for an interval. A
+-- claim never brings a member more than its fair share.
 local rec = redis.call('HGET', members, id)
 local oldheld, seq = 0, nil
 if rec then
   local rw, rh, re, ra, rs = string.match(rec, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')
   oldheld = num(rh, 0, BIG) or 0
   seq = num(rs, 1, BIG)
+  claim = 0
 end
 if seq == nil then
   -- The next number (read and checked, not HINCRBY: a corrupted count
@@ -355,7 +362,9 @@ local share = -1
 if cap >= 0 then
   local target = want + extra
   if level >= 0 then target = math.min(want, level) + extra end
-  if target > oldheld then
+  if claim > 0 then
+    target = math.min(target, claim)
+  elseif target > oldheld then
     local others = math.max(heldsum - oldheld, 0)
     target = math.max(oldheld, math.min(target, room(cap) - others))
   end

@@ -882,6 +882,68 @@ func TestRedisOutage(t *testing.T) {
 	t.Log(b.String())
 }
 
+// TestRedisOutageLeases: lease fleets, Redis down from 30 s to 60 s and back
+// empty. The members come back one after the other, each keeping the share
+// it paces at (see refresh.lua): the fleet's sends neither dip when Redis
+// returns nor go above the rate, and the shares held add up to no more than
+// the capacity. (Given only what the others left, the first back took the
+// whole capacity and those after it nothing for an interval: the least
+// second after the return fell to 0.29-0.57x the rate, the busiest went to
+// 1.16x.)
+func TestRedisOutageLeases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fleet simulation takes a while")
+	}
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nLeases, Redis down from 30 s to 60 s, back empty (seeds 1-5): the send rate over the service's (its bucket holding 1 s) on average during the outage, in the busiest second and in the least of the two after the return, and the shares held at 62 s over the capacity\n")
+	fmt.Fprintf(&b, "%-20s  %-10s  %-10s  %-12s  %s\n", "fleet", "mean", "busiest", "after return", "held at 62 s")
+	for _, fleet := range []struct {
+		name    string
+		demands []float64
+		rate    float64
+	}{
+		{"20 x 10/s, 200/s", slices.Repeat([]float64{10}, 20), 200},
+		{"40 x 5/s, 100/s", slices.Repeat([]float64{5}, 40), 100},
+		{"10 x 20/s, 100/s", slices.Repeat([]float64{20}, 10), 100},
+	} {
+		shape := simShape{
+			name: "lease-outage-" + fleet.name, demands: fleet.demands, rate: fleet.rate, burst: fleet.rate,
+			duration: 90 * time.Second, warmup: 10 * time.Second,
+			lat:       [2]time.Duration{20 * time.Millisecond, 50 * time.Millisecond},
+			redisDown: [2]time.Duration{30 * time.Second, 60 * time.Second},
+			snapshots: []time.Duration{62 * time.Second},
+		}
+		limit := fleet.rate * (1 - DefaultHeadroom)
+		mean, peak, after, held := newSpan(), newSpan(), newSpan(), newSpan()
+		for seed := uint64(1); seed <= 5; seed++ {
+			r := runSim(t, rdb, shape, simMode{name: "lease", fleet: []Option{WithRate(fleet.rate)}}, seed)
+			sent, least := 0, math.Inf(1)
+			for sec := 30; sec < 60; sec++ {
+				sent += r.windows[sec][0]
+			}
+			for sec := 60; sec < 62; sec++ {
+				least = min(least, float64(r.windows[sec][0])/fleet.rate)
+			}
+			sum := 0.0
+			for _, share := range r.snapshots[0] {
+				sum += share
+			}
+			mean.add(float64(sent) / (30 * fleet.rate))
+			peak.add(r.maxSendRate)
+			after.add(least)
+			held.add(sum / limit)
+			if r.maxSendRate > 1 || least < 0.75 || sum > limit*(1+1e-6) || r.throttled > 0 {
+				t.Errorf("%s, seed %d: busiest second %.2fx the rate, the least after the return %.2fx, shares held at 62 s %.3f of the capacity, %d throttled",
+					fleet.name, seed, r.maxSendRate, least, sum/limit, r.throttled)
+			}
+		}
+		fmt.Fprintf(&b, "%-20s  %-10s  %-10s  %-12s  %s\n", fleet.name, mean.num()+"x", peak.num()+"x", after.num()+"x", held.num())
+	}
+	t.Log(b.String())
+}
+
 // withLearning sets the learning curve's constants: the tests measure the
 // trade-off they make.
 func withLearning(start, growth float64) Option {
