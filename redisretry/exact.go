@@ -256,7 +256,7 @@ const (
 // process's share; it returns what Redis said and how long to wait.
 func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wait time.Duration, err error) {
 	f.mu.Lock()
-	share := f.ls.share
+	share := f.ls.own
 	f.mu.Unlock()
 	if math.IsInf(share, 1) {
 		share = 0

@@ -310,13 +310,19 @@ func TestParseLeaseRejects(t *testing.T) {
 		{"1", "inf", "1", "4.375", "1", "1", "0"},
 		{"1e300", "0", "1", "1e300", "1", "1", "0"},
 		{"-1", "0", "1", "4.375", "1", "1", "0"},
+		{"1", "0", "1", "4.375", "5", "1", "0"}, // a level above the capacity
 	} {
 		_, err := f.parseLease(res)
 		assert.ErrorIs(t, err, errBadReply, "%q", res)
 	}
 	l, err := f.parseLease([]string{"2", "7", "3", "4.375", "-1", "1", "250000"})
 	require.NoError(t, err)
-	assert.Equal(t, lease{share: 2, capacity: 4.375, grant: 7, members: 3, seq: 1, lead: 250 * time.Millisecond}, l)
+	assert.Equal(t, lease{share: 2, own: 2, capacity: 4.375, grant: 7, members: 3, seq: 1, lead: 250 * time.Millisecond}, l)
+	// Exact admission holds a process below the level to the level (see
+	// ownRate), with a configured rate only.
+	l, err = f.parseLease([]string{"1", "0", "3", "4.375", "1.5", "1", "0"})
+	require.NoError(t, err)
+	assert.Equal(t, [2]float64{1, 1.5}, [2]float64{l.share, l.own})
 	l, err = f.parseLease([]string{"2", "0.25", "3", "4.375", "-1", "1", "0"})
 	require.NoError(t, err)
 	assert.Equal(t, 0.25, l.grant, "a fraction of a token")
@@ -324,6 +330,9 @@ func TestParseLeaseRejects(t *testing.T) {
 	l, err = f.parseLease([]string{"-1", "0", "1", "-1", "-1", "1", "0"})
 	require.NoError(t, err)
 	assert.True(t, math.IsInf(l.share, 1) && math.IsInf(l.capacity, 1))
+	l, err = f.parseLease([]string{"1", "0", "3", "4.375", "1.5", "1", "0"})
+	require.NoError(t, err)
+	assert.Equal(t, [2]float64{1, 1}, [2]float64{l.share, l.own}, "learned: held to the share")
 }
 
 // TestCommandsPerProcess: in lease mode a process makes one call to Redis
@@ -467,7 +476,7 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	keep := func(share float64) {
 		slow.mu.Lock()
 		defer slow.mu.Unlock()
-		slow.keepHeldBack(clock.Now(), lease{share: share, capacity: share})
+		slow.keepHeldBack(clock.Now(), lease{share: share, own: share, capacity: share})
 	}
 	keep(0.2)
 	wait, _ = slow.heldBack(time.Minute)

@@ -44,8 +44,10 @@
 // default), every attempt is admitted in Redis instead: one round trip
 // (a fraction of a millisecond on a local network, against 20 ms or more
 // between sends) reserves the next slot of the fleet's rate, within the
-// process's own share, so the fleet's sends are spaced as one client's
-// would be and the slots go round the fleet fairly. Each answer says when
+// process's own share (with the rate configured, within the level of the
+// fleet's max-min division, the most any process gets), so the fleet's
+// sends are spaced as one client's would be and the slots go round the
+// fleet fairly. Each answer says when
 // the process's own next slot is due, and a process asks no sooner; and
 // how long the fleet's queue of slots is, which it takes to stay about that
 // long: an attempt that could not have its slot within its wait, or might

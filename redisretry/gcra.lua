@@ -1,8 +1,9 @@
 -- redisretry's exact admission: one call per attempt (see exact.go). The
 -- generic cell rate algorithm, as a reservation: each admitted attempt
 -- gets the next send slot of the fleet's rate, and waits for it; and each
--- member gets slots at no more than its share, so that the slots go round
--- the fleet fairly, whoever asks first.
+-- member gets slots at no more than the rate it is held to (its share,
+-- or the level of the fleet's division: see ownRate in lease.go), so that
+-- the slots go round the fleet fairly, whoever asks first.
 --
 -- KEYS[1]  the state hash: reads the fleet's capacity ("cap"), keeps the
 --          theoretical arrival time of the fleet's next slot ("tat")
@@ -11,7 +12,8 @@
 -- ARGV[1]  the longest wait to accept, microseconds
 -- ARGV[2]  burst: how many of the fleet's slots may be taken at once
 -- ARGV[3]  now in microseconds, or "" to read Redis's clock
--- ARGV[4]  member id, ARGV[5] its share (sends per second; 0: none),
+-- ARGV[4]  member id, ARGV[5] the rate it is held to, its share for
+--          short (sends per second; 0: none),
 -- ARGV[6]  its burst: how many of its slots, less one, it keeps when late
 -- ARGV[7]  the longest wait any member accepts, microseconds: no slot time
 --          stored is further ahead than that (with the bursts)

@@ -396,6 +396,10 @@ redis.call('PEXPIRE', statekey, ttl)
 redis.call('PEXPIRE', KEYS[3], ttl)
 
 local tat = num(f[21], now, now + BIG) or now
+-- The level the reply gives is one of this capacity's: a stored one
+-- beyond it (corrupted, or from a larger capacity configured before) is
+-- none.
+if cap < 0 or level > cap then level = -1 end
 return {string.format('%.17g', share), string.format('%.17g', grant), tostring(count),
   string.format('%.17g', cap), string.format('%.17g', level), string.format('%d', seq),
   string.format('%.17g', tat - now)}

@@ -697,31 +697,49 @@ func TestSkewedShares(t *testing.T) {
 	// bids rise above what it sends, at the heavy ones' expense. The test
 	// prints where that leaves the fleet, and holds it to today's figures
 	// (0.76-0.77 of the limit got through; the README has what was tried).
+	// Exact admission, at one Redis call a request, holds each light
+	// process to the level, not to its share: its own bursts do not hold
+	// it back (see ownRate). Held to its share, the fleet got 65% through,
+	// each heavy process 0.54 of its fair share.
 	mixedDemands := append(slices.Repeat([]float64{20}, 10), slices.Repeat([]float64{1}, 40)...)
 	mixed := shape
 	mixed.name, mixed.demands, mixed.snapshots = "mixed", mixedDemands, nil
-	used, heavyGot, lightRefused := newSpan(), newSpan(), newSpan()
-	for _, seed := range simSeeds[:3] {
-		r := runSim(t, rdb, mixed, simMode{name: "leases", fleet: []Option{WithRate(100)}}, seed)
-		used.add(r.used)
-		got, served, refused := 0, 0, 0
-		for i, p := range r.procs {
-			if i < 10 {
-				got += p.successes
-			} else {
-				served += p.successes
-				refused += p.refused
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n50 processes (10 wanting 20/s, 40 wanting 1/s), a configured 100/s, seeds 1-3: the limit got through (at most 87.5%%), what a heavy process got of its fair 4.75/s, the light processes' requests refused locally, Redis calls a second\n")
+	for _, m := range []struct {
+		mode           simMode
+		least, leastHv float64 // held: today's figures, less a margin
+	}{
+		{simMode{name: "leases", fleet: []Option{WithRate(100)}}, 0.74, 0.7},
+		// Exact admission (the default below 50/s), with each light
+		// process held to the level, not to its share (see ownRate).
+		{simMode{name: "exact", fleet: []Option{WithRate(100), WithExactBelow(100)}}, 0.77, 0.8},
+	} {
+		used, heavyGot, lightRefused, calls := newSpan(), newSpan(), newSpan(), newSpan()
+		for _, seed := range simSeeds[:3] {
+			r := runSim(t, rdb, mixed, m.mode, seed)
+			used.add(r.used)
+			got, served, refused := 0, 0, 0
+			for i, p := range r.procs {
+				if i < 10 {
+					got += p.successes
+				} else {
+					served += p.successes
+					refused += p.refused
+				}
 			}
+			span := (mixed.duration - mixed.warmup).Seconds()
+			heavyGot.add(float64(got) / span / 10 / 4.75)
+			lightRefused.add(float64(refused) / float64(refused+served))
+			calls.add(float64(r.redisCalls) / mixed.duration.Seconds())
 		}
-		span := (mixed.duration - mixed.warmup).Seconds()
-		heavyGot.add(float64(got) / span / 10 / 4.75)
-		lightRefused.add(float64(refused) / float64(refused+served))
+		fmt.Fprintf(&b, "%-8s  %-12s  heavy %.2f-%.2f  light refused %-10s  %s calls/s\n", m.mode.name, used.pct(), heavyGot.lo, heavyGot.hi, lightRefused.pct(), calls.num())
+		if used.lo < m.least || heavyGot.lo < m.leastHv {
+			t.Errorf("mixed fleet, %s: %s of the limit got through, a heavy process %.2f of its fair share; want at least %.0f%% and %.2f",
+				m.mode.name, used.pct(), heavyGot.lo, 100*m.least, m.leastHv)
+		}
 	}
-	t.Logf("\n50 processes (10 wanting 20/s, 40 wanting 1/s), a configured 100/s, seeds 1-3: %s of the limit got through (at most 87.5%%); a heavy process got %.2f-%.2f of its fair 4.75/s; the light processes' requests refused locally %s",
-		used.pct(), heavyGot.lo, heavyGot.hi, lightRefused.pct())
-	if used.lo < 0.74 {
-		t.Errorf("mixed fleet: %s of the limit got through, want at least 74%%", used.pct())
-	}
+	t.Log(b.String())
 }
 
 // TestJoinLeave: ten processes share a configured 5 a second; ten more
@@ -788,13 +806,17 @@ func TestJoinLeave(t *testing.T) {
 // busiest second, the seconds above 1.2x, the use and the shares over
 // seeds 1-5, and the busiest second and the seconds above 1.2x over seeds
 // 1-20 as well. It holds what the design reaches: at least 80% used and
-// no second above 1.4x on seeds 1-5, and over seeds 1-20 at
+// no second above 1.6x on seeds 1-5, and over seeds 1-20 at
 // most 1% of the seconds above 1.2x, no two seconds above 1.3x, and
-// nothing throttled during the outage. (A second of 7 sends comes where
-// processes that had no request waiting for a slot send it when the next
-// one arrives, off the fleet's grid: a few seconds in 1,600, and which
-// seeds have one moves with any change of timing, so the bound is on
-// their number.) It prints the same for two other fleets: twenty light
+// nothing throttled during the outage. (A second of 7 or 8 sends comes
+// where processes that had no request waiting for a slot send it when the
+// next one arrives, off the fleet's grid: a few seconds in 1,600, and
+// which seeds have one moves with any change of timing, so the bound is
+// on their number. The busiest second of seeds 1-20 has been 1.6x since
+// the bound of seeds 1-5 was 1.4x, and the latter was met by chance:
+// holding each process below the level to the level, not its share,
+// under exact admission moved a second of 8 sends into seed 3, and took
+// the seconds above 1.2x over seeds 1-20 from 15 to 7.) It prints the same for two other fleets: twenty light
 // processes that want less than the limit together, and forty that each
 // want a little more than twice their share against a service holding 2
 // tokens.
@@ -860,7 +882,7 @@ func TestRedisOutage(t *testing.T) {
 			used.add(float64(ok) / (fleet.rate * 30))
 			mean.add(float64(sent) / (fleet.rate * 30))
 			peak.add(r.maxSendRate)
-			if fleet.hold && (r.maxSendRate > 1.4+1e-9 || float64(ok)/(fleet.rate*30) < 0.8) {
+			if fleet.hold && (r.maxSendRate > 1.6+1e-9 || float64(ok)/(fleet.rate*30) < 0.8) {
 				t.Errorf("%s, seed %d: the fleet sent %.2fx the limit in its busiest second, %.0f%% of the limit got through during the outage", fleet.name, seed, r.maxSendRate, 100*float64(ok)/(fleet.rate*30))
 			}
 			for i := range off {
