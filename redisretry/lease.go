@@ -467,18 +467,18 @@ func (f *Fleet) parseLease(res []string) (lease, error) {
 
 // ownRate is the rate exact admission holds a process to, given its share
 // and the level of the fleet's max-min fair division (-1: every want
-// fits): the level, the most any member gets, when there is one. A member
-// held to the level gets its share; one below it sends what it wants
-// within the fleet's rate, which Redis spaces: held to its share as well,
-// a process whose requests come at random was made to wait by bursts of
-// its own, bid as one held back, and took capacity from those at the
-// level (in a fleet of 10 processes wanting 20/s and 40 wanting 1/s, the
-// heavy ones got 0.54 of their fair share). Only a configured rate is
-// divided so. Under a learned one, against a service throttling half of
-// all attempts whatever the load, a fleet of 20 each held to the level
-// was cut down to a twentieth of its rate on 4 seeds of 20, against 1 of
-// 20 held to their shares (the README's "Throttles that do not depend on
-// the load" has why such cuts happen at all).
+// fits): the level, the most any member gets, when there is one. For a
+// member at the level that is its share; one below it sends what it
+// wants, and the fleet's rate, which Redis spaces, bounds them all. Held
+// to its share as well, a process whose requests come at random was made
+// to wait by bursts of its own, bid as one held back, and took capacity
+// from those at the level (in a fleet of 10 processes wanting 20/s and 40
+// wanting 1/s, the heavy ones got 0.54 of their fair share). Only a
+// configured rate is divided so. Under a learned one, against a service
+// throttling half of all attempts whatever the load, a fleet of 20 each
+// held to the level was cut down to a twentieth of its rate on 4 seeds of
+// 20, against 1 of 20 held to their shares (the README's "Throttles that
+// do not depend on the load" has why such cuts happen at all).
 func ownRate(share, level float64) float64 {
 	if level < 0 {
 		return share
