@@ -252,14 +252,15 @@ const (
 	slotOverShare = 2 // the process is over its share: ask again after the wait
 )
 
-// reserve asks Redis for the next send slot within maxWait, for this
-// process's share; it returns what Redis said and how long to wait.
+// reserve asks Redis for the next send slot within maxWait, at the rate
+// this process is held to (see ownRate); it returns what Redis said and
+// how long to wait.
 func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wait time.Duration, err error) {
 	f.mu.Lock()
-	share := f.ls.own
+	own := f.ls.own
 	f.mu.Unlock()
-	if math.IsInf(share, 1) {
-		share = 0
+	if math.IsInf(own, 1) {
+		own = 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.admitTimeout)
 	defer cancel()
@@ -272,7 +273,7 @@ func (f *Fleet) reserve(ctx context.Context, maxWait time.Duration) (res int, wa
 	seen := f.limiter.Stats().Throttles
 	throttled := max(seen-f.toldThrottles.Swap(seen), 0)
 	reply, err := gcraScript.Run(ctx, f.rdb, f.slots, max(maxWait, 0).Microseconds(), f.cfg.burst, f.scriptNow(),
-		f.cfg.member, fmtFloat(share), localBurst(share), f.cfg.maxWait.Microseconds(), fmtFloat(configured),
+		f.cfg.member, fmtFloat(own), localBurst(own), f.cfg.maxWait.Microseconds(), fmtFloat(configured),
 		throttled, fmtFloat(f.cfg.start), f.cooldown().Microseconds(), fmtFloat(learnMinRate)).Slice()
 	if err != nil {
 		return 0, 0, err
