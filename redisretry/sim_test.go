@@ -816,10 +816,10 @@ func TestJoinLeave(t *testing.T) {
 // the bound of seeds 1-5 was 1.4x, and the latter was met by chance:
 // holding each process below the level to the level, not its share,
 // under exact admission moved a second of 8 sends into seed 3, and took
-// the seconds above 1.2x over seeds 1-20 from 15 to 7.) It prints the same for two other fleets: twenty light
-// processes that want less than the limit together, and forty that each
-// want a little more than twice their share against a service holding 2
-// tokens.
+// the seconds above 1.2x over seeds 1-20 from 15 to 7.) It prints the
+// same for two other fleets: twenty light processes that want less than
+// the limit together, and forty that each want a little more than twice
+// their share against a service holding 2 tokens.
 func TestRedisOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
