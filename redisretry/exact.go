@@ -92,13 +92,21 @@ func (f *Fleet) admit(ctx context.Context) error {
 	start := time.Now()
 	for {
 		left := maxWait - time.Since(start)
-		if d, refuse := f.heldBack(left); refuse || d > 0 {
-			// Redis would refuse the attempt, or ask it to wait.
+		news := f.queueNews()
+		if d, refuse, unsure := f.heldBack(left); refuse || d > 0 || unsure > 0 {
+			// Redis would refuse the attempt, or ask it to wait; or it
+			// might, and will soon say again how long the queue is.
 			f.refusals.Add(1)
-			if refuse {
+			var err error
+			switch {
+			case refuse:
 				return fmt.Errorf("%w: no send slot within %v (redisretry.WithMaxWait %v)", retry.ErrRateLimited, max(left, 0), maxWait)
+			case d > 0:
+				err = sleep(ctx, d)
+			default:
+				err = sleepOr(ctx, unsure, news)
 			}
-			if err := sleep(ctx, d); err != nil {
+			if err != nil {
 				return fmt.Errorf("redisretry: waiting for a send slot: %w", err)
 			}
 			continue
@@ -147,28 +155,67 @@ func (f *Fleet) admit(ctx context.Context) error {
 // find the slots within its wait taken.
 //
 // About as long: the queue wanders as the fleet books its slots, one at a
-// time and at random, and an attempt is refused here, not by Redis, when
-// the queue last heard of may since have grown past its wait (see
-// drift). That matters because the queue is usually as long as the
-// longest wait: the shares add up to more than the fleet's rate (by the
-// margins of the members' wants), so the queue grows until the attempts
-// beyond it are refused; without the margin, the attempts at that edge
-// were refused by Redis as often as here, a call in eleven (the README
-// has the figures). The cost is an attempt now and then refused that
-// Redis would have admitted, when the queue did shrink. See keepHeldBack
-// for what a new lease changes. A process that saw a throttle Redis was
-// not told of asks at once: the throttle may end a probe of a learned
-// rate (see gcra.lua).
-func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool) {
+// time and at random, and the queue last heard of may since have grown
+// past the attempt's wait (see drift). That matters because the queue is
+// usually as long as the longest wait: the shares add up to more than the
+// fleet's rate (by the margins of the members' wants), so the queue grows
+// until the attempts beyond it are refused; asking Redis at that edge,
+// a call in eleven was refused (the README has the figures). So an
+// attempt whose wait the queue last heard of fits, but might no longer,
+// does not ask. With a configured rate it waits for Redis to say again
+// how long the queue is (the next lease, within an interval, or the
+// answer to another attempt of this process), for at most unsure, after
+// which the queue last heard of would no longer fit, and then decides
+// again. With a learned rate it is refused: waiting was measured worse
+// there (the README has the figures; not traced). See keepHeldBack for
+// what a new lease changes. A process that saw a throttle Redis was not
+// told of asks at once: the throttle may end a probe of a learned rate
+// (see gcra.lua).
+func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool, unsure time.Duration) {
 	if f.limiter.Stats().Throttles > f.toldThrottles.Load() {
-		return 0, false
+		return 0, false, 0
 	}
 	now := f.clock.Now().UnixNano()
 	if own := f.ownAt.Load(); own != 0 {
 		wait = max(time.Duration(own-now), 0)
 	}
 	queue := time.Duration(f.queue.Load())
-	return wait, wait > left || queue > 0 && queue > left-f.drift(now)
+	switch {
+	case wait > left || queue > left:
+		return wait, true, 0
+	case queue == 0 || queue <= left-f.drift(now):
+		return wait, false, 0
+	case f.cfg.rate == 0 || queue == left:
+		return wait, true, 0
+	case wait > 0:
+		return wait, false, 0 // decides again when its slot is due
+	}
+	return 0, false, left - queue
+}
+
+// queueNews returns a channel closed when Redis next says how long the
+// fleet's queue is (see booked), for an attempt that waits for it.
+func (f *Fleet) queueNews() <-chan struct{} {
+	f.newsMu.Lock()
+	defer f.newsMu.Unlock()
+	if f.news == nil {
+		f.news = make(chan struct{})
+	}
+	return f.news
+}
+
+// sleepOr waits d, or until news is closed or ctx is done.
+func sleepOr(ctx context.Context, d time.Duration, news <-chan struct{}) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-news:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // queueDrift is how many standard deviations of its random walk the
@@ -215,6 +262,12 @@ func (f *Fleet) booked(lead time.Duration, capacity float64) {
 	f.queue.Store(int64(max(lead-burst, 0)))
 	f.heard.Store(f.clock.Now().UnixNano())
 	f.slot.Store(int64(step))
+	f.newsMu.Lock()
+	if f.news != nil {
+		close(f.news)
+		f.news = nil
+	}
+	f.newsMu.Unlock()
 }
 
 // localSlot waits for a send slot of the local limiter, within maxWait.

@@ -423,10 +423,10 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, slotReserved, res)
 	slot := 50*time.Millisecond + time.Microsecond // rounded up: Redis's clock counts whole microseconds
-	wait, refuse := v.heldBack(time.Second)
+	wait, refuse, _ := v.heldBack(time.Second)
 	assert.Equal(t, slot, wait, "until the process's own next slot")
 	assert.False(t, refuse)
-	_, refuse = v.heldBack(slot - time.Microsecond)
+	_, refuse, _ = v.heldBack(slot - time.Microsecond)
 	assert.True(t, refuse, "not due within the wait")
 	before = commandCalls(t, rdb, "evalsha")
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
@@ -437,17 +437,24 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	// The fleet's queue is taken to be as long as Redis last said (a
 	// slot), though that slot's time has come, and to have wandered since,
 	// by up to three standard deviations of its walk over a slot's time:
-	// 3 × √(50ms × 50ms) = 150ms.
-	_, refuse = v.heldBack(slot + 3*slot - time.Millisecond)
-	assert.True(t, refuse, "the queue may have grown past the wait")
-	wait, refuse = v.heldBack(slot + 3*slot + time.Millisecond)
-	assert.True(t, wait == 0 && !refuse, "due: ask")
+	// 3 × √(50ms × 50ms) = 150ms. An attempt whose wait that may pass
+	// waits for Redis to say again, without a call.
+	wait, refuse, unsure := v.heldBack(slot + 3*slot - time.Millisecond)
+	assert.True(t, wait == 0 && !refuse, "the queue may have grown past the wait")
+	assert.InDelta(t, 3*slot-time.Millisecond, unsure, float64(2*time.Microsecond), "wait for news at most until the queue last heard of no longer fits")
+	before = commandCalls(t, rdb, "evalsha")
+	short, cancel = context.WithTimeout(ctx, slot+3*slot-time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, v.admit(short), retry.ErrRateLimited, "no news within the wait")
+	assert.Zero(t, commandCalls(t, rdb, "evalsha")-before, "refused without a call")
+	wait, refuse, unsure = v.heldBack(slot + 3*slot + time.Millisecond)
+	assert.True(t, wait == 0 && !refuse && unsure == 0, "due: ask")
 	res, _, err = v.reserve(ctx, time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, slotReserved, res, "Redis agrees")
 
 	v.limiter.Update(true)
-	wait, refuse = v.heldBack(0)
+	wait, refuse, _ = v.heldBack(0)
 	assert.True(t, wait == 0 && !refuse, "a throttle to tell: ask at once")
 	_, _, err = v.reserve(ctx, time.Second) // tells it
 	require.NoError(t, err)
@@ -459,8 +466,8 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	clock.Advance(time.Second)
 	require.NoError(t, rdb.HSet(ctx, v.keys[1], "tat", fmtFloat(float64(clock.Now().Add(time.Hour).UnixMicro()))).Err())
 	require.NoError(t, v.refresh(ctx))
-	_, refuse = v.heldBack(retry.DefaultMaxSendWait)
-	assert.False(t, refuse, "asks Redis")
+	wait, refuse, unsure = v.heldBack(retry.DefaultMaxSendWait)
+	assert.True(t, wait == 0 && !refuse && unsure == 0, "asks Redis")
 	res, _, err = v.reserve(ctx, retry.DefaultMaxSendWait)
 	require.NoError(t, err)
 	assert.Equal(t, slotReserved, res, "Redis admits it")
@@ -479,7 +486,7 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 		slow.keepHeldBack(clock.Now(), lease{share: share, own: share, capacity: share})
 	}
 	keep(0.2)
-	wait, _ = slow.heldBack(time.Minute)
+	wait, _, _ = slow.heldBack(time.Minute)
 	assert.Equal(t, 5*time.Second+time.Microsecond, wait, "kept")
 	keep(10)
 	assert.Zero(t, slow.ownAt.Load(), "forgotten")
@@ -491,38 +498,56 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 // TestHeldBackDrift: the fleet's queue, as Redis last said it, is taken to
 // have wandered since by up to three standard deviations of its walk
 // (√(age/rate)), at most half the longest wait; a queue last heard to be
-// empty never refuses an attempt.
+// empty never holds an attempt back. An attempt whose wait the queue may
+// have grown past waits, with a configured rate, for Redis to say again
+// how long it is, at most until the queue last heard of would no longer
+// fit; with a learned rate it is refused.
 func TestHeldBackDrift(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never called
 	defer rdb.Close()
 	clock := newVClock()
 	f := newTestFleet(t, rdb, "drift", clock, WithRate(5), WithHeadroom(0), WithBurst(1)) // a slot every 200 ms
+	learned := newTestFleet(t, rdb, "drift-learned", clock, WithBurst(1))
 	f.booked(1500*time.Millisecond, 5)
-	_, refuse := f.heldBack(1500 * time.Millisecond)
-	assert.False(t, refuse, "just heard: the queue is as long as Redis said")
-	_, refuse = f.heldBack(1500*time.Millisecond - time.Microsecond)
-	assert.True(t, refuse, "just heard, longer than the wait")
+	learned.booked(1500*time.Millisecond, 5)
+	ask := func(f *Fleet, left time.Duration) bool {
+		wait, refuse, unsure := f.heldBack(left)
+		return wait == 0 && !refuse && unsure == 0
+	}
+	refused := func(f *Fleet, left time.Duration) bool {
+		_, refuse, _ := f.heldBack(left)
+		return refuse
+	}
+	assert.True(t, ask(f, 1500*time.Millisecond), "just heard: the queue is as long as Redis said")
+	assert.True(t, refused(f, 1500*time.Millisecond-time.Microsecond), "just heard, longer than the wait")
 
 	clock.Advance(50 * time.Millisecond) // 3 × √(50ms × 200ms) = 300ms
-	_, refuse = f.heldBack(1790 * time.Millisecond)
-	assert.True(t, refuse, "may have grown past the wait")
-	_, refuse = f.heldBack(1810 * time.Millisecond)
-	assert.False(t, refuse, "cannot have")
+	_, refuse, unsure := f.heldBack(1790 * time.Millisecond)
+	assert.True(t, !refuse && unsure == 290*time.Millisecond, "may have grown past the wait: wait for news, at most until 1500 ms are left")
+	assert.True(t, refused(learned, 1790*time.Millisecond), "may have grown past the wait, learned")
+	assert.True(t, ask(f, 1810*time.Millisecond), "cannot have")
+	assert.True(t, ask(learned, 1810*time.Millisecond), "cannot have, learned")
+	news := f.queueNews()
+	f.booked(time.Second, 5)
+	select {
+	case <-news:
+	default:
+		t.Error("Redis said again how long the queue is: the attempts waiting for that are woken")
+	}
+	assert.True(t, ask(f, 1790*time.Millisecond), "just heard")
 
 	clock.Advance(time.Hour) // 3 × √(1h × 200ms) is more than half the longest wait, 1 s
-	_, refuse = f.heldBack(2*time.Second + 400*time.Millisecond)
-	assert.True(t, refuse)
-	_, refuse = f.heldBack(2*time.Second + 600*time.Millisecond)
-	assert.False(t, refuse, "an estimate gone stale still lets an attempt ask")
+	_, refuse, unsure = f.heldBack(1900 * time.Millisecond)
+	assert.True(t, !refuse && unsure == 900*time.Millisecond, "unsure")
+	assert.True(t, refused(f, time.Second), "no time left to hear again")
+	assert.True(t, ask(f, 2*time.Second+time.Millisecond), "an estimate gone stale still lets an attempt ask")
 
 	f.booked(0, 5)
 	clock.Advance(time.Hour)
-	_, refuse = f.heldBack(0)
-	assert.False(t, refuse, "an empty queue, however old the news, is asked")
+	assert.True(t, ask(f, 0), "an empty queue, however old the news, is asked")
 	f.booked(time.Second, math.Inf(1))
 	clock.Advance(time.Hour)
-	_, refuse = f.heldBack(time.Second)
-	assert.False(t, refuse, "no rate known: no drift")
+	assert.True(t, ask(f, time.Second), "no rate known: no drift")
 }
 
 // isTimeout reports whether err is a timeout: go-redis reports a deadline

@@ -224,6 +224,10 @@ type Fleet struct {
 	// the others: a read that mixes two answers is off by a slot or two,
 	// which heldBack's margin covers.
 	ownAt, queue, heard, slot atomic.Int64
+	// news is closed when Redis next says how long the queue is, for the
+	// attempts waiting for that (see queueNews); nil when none asked.
+	newsMu sync.Mutex
+	news   chan struct{}
 
 	mu sync.Mutex
 	ls leaseState

@@ -175,7 +175,8 @@ type simProc struct {
 	demand    float64
 	gen       int // bumped when the demand changes: stale arrivals stop
 	successes int
-	refused   int // requests refused locally, after the warm-up
+	refused   int      // requests refused locally, after the warm-up
+	news      []func() // attempts waiting for Redis to say how long the queue is
 }
 
 // runSim runs one shape in one mode with one seed.
@@ -237,6 +238,14 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 			})
 		})
 	}
+	// heard wakes the attempts of p that wait for Redis to say how long the
+	// fleet's queue is, as the news channel does in admit.
+	heard := func(p *simProc) {
+		for _, again := range p.news {
+			s.at(s.now(), again)
+		}
+		p.news = nil
+	}
 	// arrive handles one request of process p, and schedules the next.
 	var arrive func(p *simProc, gen int)
 	arrive = func(p *simProc, gen int) {
@@ -286,8 +295,9 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 			fleetSlot()
 		}
 		// fleetSlot is admit's loop: the fleet's slot in Redis, asked for
-		// again when the process's own slot is due; when Redis does not
-		// answer, a local slot.
+		// again when the process's own slot is due, or when Redis says
+		// again how long the fleet's queue is; when Redis does not answer,
+		// a local slot.
 		fleetSlot = func() {
 			if gen != p.gen {
 				return
@@ -301,18 +311,32 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				local()
 				return
 			}
-			if d, no := p.fleet.heldBack(deadline - s.now()); no || d > 0 {
+			if d, no, unsure := p.fleet.heldBack(deadline - s.now()); no || d > 0 || unsure > 0 {
 				// As admit: what Redis said last refuses the attempt, or
-				// says when to ask.
+				// says when to ask, or to wait for Redis to say again.
 				p.fleet.refusals.Add(1)
-				if no {
+				switch {
+				case no:
 					refuse()
-				} else {
+				case d > 0:
 					s.at(s.now()+d, fleetSlot)
+				default:
+					once := false
+					again := func() {
+						if !once {
+							once = true
+							fleetSlot()
+						}
+					}
+					p.news = append(p.news, again)
+					s.at(s.now()+unsure, again)
 				}
 				return
 			}
 			res, wait, err := p.fleet.reserve(ctx, deadline-s.now())
+			if err == nil {
+				heard(p)
+			}
 			if measured() {
 				result.admissions++
 				if res == slotReserved {
@@ -347,6 +371,8 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 				f.mu.Unlock()
 			} else if err := f.refresh(ctx); err != nil {
 				t.Fatal(err)
+			} else if f.exact.Load() {
+				heard(p) // the lease said how long the queue is (see booked)
 			}
 			s.at(s.now()+f.cfg.interval, refresh)
 		}
