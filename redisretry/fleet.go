@@ -50,9 +50,11 @@
 // fleet fairly. Each answer says when
 // the process's own next slot is due, and a process asks no sooner; and
 // how long the fleet's queue of slots is, which it takes to stay about that
-// long: an attempt that could not have its slot within its wait, or might
-// not as the queue wanders, is refused without a call, and an admitted one
-// costs one call.
+// long: an attempt that could not have its slot within its wait is
+// refused without a call, and an admitted one costs one call. One that
+// might not have it, as the queue wanders, does not ask either: with the
+// rate configured it waits for Redis to say again how long the queue is,
+// within its wait, and then decides; with a learned rate it is refused.
 //
 // # Knowing the limit
 //
