@@ -438,15 +438,10 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	// slot), though that slot's time has come, and to have wandered since,
 	// by up to three standard deviations of its walk over a slot's time:
 	// 3 × √(50ms × 50ms) = 150ms. An attempt whose wait that may pass
-	// waits for Redis to say again, without a call.
+	// waits for Redis to say again, without a call (TestExactWaitsForNews).
 	wait, refuse, unsure := v.heldBack(slot + 3*slot - time.Millisecond)
 	assert.True(t, wait == 0 && !refuse, "the queue may have grown past the wait")
 	assert.InDelta(t, 3*slot-time.Millisecond, unsure, float64(2*time.Microsecond), "wait for news at most until the queue last heard of no longer fits")
-	before = commandCalls(t, rdb, "evalsha")
-	short, cancel = context.WithTimeout(ctx, slot+3*slot-time.Millisecond)
-	defer cancel()
-	assert.ErrorIs(t, v.admit(short), retry.ErrRateLimited, "no news within the wait")
-	assert.Zero(t, commandCalls(t, rdb, "evalsha")-before, "refused without a call")
 	wait, refuse, unsure = v.heldBack(slot + 3*slot + time.Millisecond)
 	assert.True(t, wait == 0 && !refuse && unsure == 0, "due: ask")
 	res, _, err = v.reserve(ctx, time.Second)
@@ -493,6 +488,35 @@ func TestExactOneCallPerAdmission(t *testing.T) {
 	res, _, err = slow.reserve(ctx, time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, slotOverShare, res, "with the share Redis holds (0.2), the slot is not due")
+}
+
+// TestExactWaitsForNews: an attempt whose wait the fleet's queue may have
+// grown past, as far as this process last heard, waits for Redis to say
+// again how long the queue is, and then asks: one call, and admitted.
+func TestExactWaitsForNews(t *testing.T) {
+	srv := startRedis(t)
+	rdb := srv.client(t)
+	ctx := context.Background()
+	clock := newVClock()
+	f := newTestFleet(t, rdb, "news", clock, WithRate(5), WithHeadroom(0), WithMaxWait(10*time.Second))
+	require.NoError(t, f.refresh(ctx))
+	require.True(t, f.Stats().Exact)
+	// Heard an hour ago that 6 s of the fleet's slots are booked: the queue
+	// may since have wandered by half the longest wait, 5 s, past an
+	// attempt's 10 s.
+	f.booked(6*time.Second, 5)
+	clock.Advance(time.Hour)
+	_, refuse, unsure := f.heldBack(10 * time.Second)
+	require.True(t, !refuse && unsure == 4*time.Second, "unsure: %v %v", refuse, unsure)
+
+	held, calls := f.refusals.Load(), commandCalls(t, rdb, "evalsha")
+	done := make(chan error, 1)
+	go func() { done <- f.admit(ctx) }()
+	require.Eventually(t, func() bool { return f.refusals.Load() > held }, 10*time.Second, time.Millisecond, "the attempt waits")
+	require.NoError(t, f.refresh(ctx)) // the lease says the queue is empty
+	require.NoError(t, <-done, "admitted once Redis said again")
+	assert.Equal(t, held+1, f.refusals.Load(), "held back once")
+	assert.Equal(t, int64(2), commandCalls(t, rdb, "evalsha")-calls, "the lease and one call for the attempt")
 }
 
 // TestHeldBackDrift: the fleet's queue, as Redis last said it, is taken to
