@@ -498,21 +498,22 @@ func TestExactWaitsForNews(t *testing.T) {
 	rdb := srv.client(t)
 	ctx := context.Background()
 	clock := newVClock()
-	f := newTestFleet(t, rdb, "news", clock, WithRate(5), WithHeadroom(0), WithMaxWait(10*time.Second))
+	f := newTestFleet(t, rdb, "news", clock, WithRate(5), WithHeadroom(0), WithMaxWait(time.Minute))
 	require.NoError(t, f.refresh(ctx))
 	require.True(t, f.Stats().Exact)
-	// Heard an hour ago that 6 s of the fleet's slots are booked: the queue
-	// may since have wandered by half the longest wait, 5 s, past an
-	// attempt's 10 s.
-	f.booked(6*time.Second, 5)
+	// Heard an hour ago that 35 s of the fleet's slots are booked: the
+	// queue may since have wandered by half the longest wait, 30 s, past an
+	// attempt's minute. (A wait that long leaves a slow machine time to
+	// bring the lease below before the attempt would give up.)
+	f.booked(35*time.Second, 5)
 	clock.Advance(time.Hour)
-	_, refuse, unsure := f.heldBack(10 * time.Second)
-	require.True(t, !refuse && unsure == 4*time.Second, "unsure: %v %v", refuse, unsure)
+	_, refuse, unsure := f.heldBack(time.Minute)
+	require.True(t, !refuse && unsure == 25*time.Second, "unsure: %v %v", refuse, unsure)
 
 	held, calls := f.refusals.Load(), commandCalls(t, rdb, "evalsha")
 	done := make(chan error, 1)
 	go func() { done <- f.admit(ctx) }()
-	require.Eventually(t, func() bool { return f.refusals.Load() > held }, 10*time.Second, time.Millisecond, "the attempt waits")
+	require.Eventually(t, func() bool { return f.refusals.Load() > held }, 20*time.Second, time.Millisecond, "the attempt waits")
 	require.NoError(t, f.refresh(ctx)) // the lease says the queue is empty
 	require.NoError(t, <-done, "admitted once Redis said again")
 	assert.Equal(t, held+1, f.refusals.Load(), "held back once")
