@@ -204,7 +204,8 @@ func (f *Fleet) queueNews() <-chan struct{} {
 	return f.news
 }
 
-// sleepOr waits d, or until news is closed or ctx is done.
+// sleepOr waits d, or until news is closed (never, when nil) or ctx is
+// done.
 func sleepOr(ctx context.Context, d time.Duration, news <-chan struct{}) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -287,16 +288,7 @@ func (f *Fleet) localSlot(ctx context.Context, maxWait time.Duration) error {
 }
 
 // sleep waits d, or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return sleepOr(ctx, d, nil) }
 
 // What exact admission says of an attempt.
 const (
