@@ -21,7 +21,7 @@ import (
 // (503). Neither waits a backoff or keeps a retry quota, so that the rows
 // differ only by what each retryer does per attempt.
 //
-//	go test -run '^$' -bench GetItem -benchmem ./awsretry
+//	go test -run '^$' -bench GetItem -benchmem . # in awsretry/
 func BenchmarkGetItem(b *testing.B) {
 	s, err := retry.NewStandard(retry.WithBackoff(retry.NoBackoff), retry.WithoutRetryQuota())
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // lease mode, and callgrind (bench/callgrind.sh) cannot run a benchmark
 // that starts a redis-server.
 //
-//	go test -run '^$' -bench 'Do$' -benchmem ./redisretry
+//	go test -run '^$' -bench 'Do$' -benchmem . # in redisretry/
 func BenchmarkDo(b *testing.B) {
 	ctx := context.Background()
 	work := func(context.Context) (int, error) { return 1, nil }
@@ -77,7 +77,7 @@ func BenchmarkDo(b *testing.B) {
 // that divides the capacity at the end of an interval costs: it reads every
 // member's record and sorts the wants.
 //
-//	go test -run '^$' -bench Refresh ./redisretry
+//	go test -run '^$' -bench Refresh . # in redisretry/
 func BenchmarkRefresh(b *testing.B) {
 	ctx := context.Background()
 	srv := startRedis(b)
