@@ -167,10 +167,11 @@ func (f *Fleet) admit(ctx context.Context) error {
 // answer to another attempt of this process), for at most unsure, after
 // which the queue last heard of would no longer fit, and then decides
 // again. With a learned rate it is refused: waiting was measured worse
-// there (the README has the figures; not traced). See keepHeldBack for
-// what a new lease changes. A process that saw a throttle Redis was not
-// told of asks at once: the throttle may end a probe of a learned rate
-// (see gcra.lua).
+// there, and traced: an attempt that waited had 0.2-0.6 s of its wait
+// left, and most ran out before the next lease (the README has the
+// figures). See keepHeldBack for what a new lease changes. A process that
+// saw a throttle Redis was not told of asks at once: the throttle may end
+// a probe of a learned rate (see gcra.lua).
 func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool, unsure time.Duration) {
 	if f.limiter.Stats().Throttles > f.toldThrottles.Load() {
 		return 0, false, 0
