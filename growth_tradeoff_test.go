@@ -1,8 +1,11 @@
 package retry_test
 
 import (
+	"bytes"
+	"flag"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -69,6 +72,13 @@ import (
 // cuts as soon as a second's evidence is significant. The cost is that it
 // cuts by the share, the same for every client of a token-bucket server:
 // nothing draws equal clients together.
+//
+// The published algorithm runs beside them for comparison, as the limits
+// table runs it (an attempt waits for its send slot until its request's
+// deadline). With -tradeoff-svg the test draws the trade-off, fairness
+// against the small clients' throttles, to a file (the README's chart):
+//
+//	go test -run TestGrowthTradeoff . -args -tradeoff-svg docs/tradeoff.svg
 func TestGrowthTradeoff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 40 s of simulation")
@@ -91,11 +101,19 @@ func TestGrowthTradeoff(t *testing.T) {
 	seeds := storm.Seeds(1)
 	// The families of designs.
 	const (
-		absolute = iota + 1 // growth in absolute sends per second
-		clocked             // the curve's time counted in attempts
-		evidence            // cuts decided on a number of attempts
-		demand              // the curve's time counted in attempts asked for
+		absolute  = iota + 1 // growth in absolute sends per second
+		clocked              // the curve's time counted in attempts
+		evidence             // cuts decided on a number of attempts
+		demand               // the curve's time counted in attempts asked for
+		published            // the published algorithm, for comparison
 	)
+	families := map[int]string{
+		absolute:  "growth in sends per second too (+ g·t³)",
+		clocked:   "the curve's time in attempts sent too (a a second)",
+		evidence:  "cuts decided on n attempts",
+		demand:    "the curve's time in attempts asked for too (WithDemandClock)",
+		published: "the published algorithm (AWS SDKs)",
+	}
 	type design struct {
 		name   string
 		opts   []retry.RateLimiterOption // none: the default
@@ -120,6 +138,7 @@ func TestGrowthTradeoff(t *testing.T) {
 	for _, a := range []float64{5, 10, 20} {
 		designs = append(designs, design{fmt.Sprintf("asked for, a = %g (WithDemandClock)", a), []retry.RateLimiterOption{retry.WithDemandClock(a)}, demand})
 	}
+	designs = append(designs, design{"the published algorithm (WithPublishedCUBIC)", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}, published})
 	type point struct {
 		design
 		smallThrottled, fairness [2]float64 // min, max over seeds
@@ -135,7 +154,11 @@ func TestGrowthTradeoff(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			opts := []retry.AdaptiveOption{retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithMaxSendWait(storm.MaxSendWait)}
+			wait := storm.MaxSendWait
+			if d.family == published {
+				wait = math.MaxInt64 // as the AWS SDKs and the limits table: until the request's deadline
+			}
+			opts := []retry.AdaptiveOption{retry.WithClock(clock), retry.WithBackoff(backoff), retry.WithMaxSendWait(wait)}
 			for _, o := range d.opts {
 				opts = append(opts, o)
 			}
@@ -170,7 +193,21 @@ func TestGrowthTradeoff(t *testing.T) {
 			p.fairness[0], p.fairness[1], 100*fairThrottled[0], 100*fairThrottled[1], 100*fair10Throttled[0], 100*fair10Throttled[1],
 			p.bigShare[0], p.bigShare[1], secondsRange(p.back))
 	}
-	t.Logf("the default's growth W*(1 + 0.003*t^3), and four families around it; seeds 1-5 (min-max)\n%s", b.String())
+	t.Logf("the default's growth W*(1 + 0.003*t^3), four families around it, and the published algorithm; seeds 1-5 (min-max)\n%s", b.String())
+	if *tradeoffSVG != "" {
+		points := make([]storm.TradeoffPoint, len(curve))
+		for i, p := range curve {
+			points[i] = storm.TradeoffPoint{Label: p.name, Family: families[p.family], SmallThrottled: p.smallThrottled, Fairness: p.fairness}
+		}
+		var svg bytes.Buffer
+		note := fmt.Sprintf("seeds 1-%d; 100 req/s, a token bucket holding 0.2 s, 20-50 ms each way; go test -run TestGrowthTradeoff . -args -tradeoff-svg FILE", len(seeds))
+		if err := storm.WriteTradeoffSVG(&svg, points, note); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(*tradeoffSVG, svg.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// The trade-off the default is chosen on: every absolute term and
 	// every count of evidence costs small clients throttles, every attempt
@@ -200,6 +237,9 @@ func TestGrowthTradeoff(t *testing.T) {
 		}
 	}
 }
+
+// tradeoffSVG is where TestGrowthTradeoff draws its chart; none if empty.
+var tradeoffSVG = flag.String("tradeoff-svg", "", "where TestGrowthTradeoff writes its chart (empty: no chart)")
 
 func widen(mm *[2]float64, v float64) { mm[0], mm[1] = min(mm[0], v), max(mm[1], v) }
 
