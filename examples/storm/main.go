@@ -11,7 +11,7 @@
 //	go run ./examples/storm                 # prints the table, writes storm.svg
 //	go run ./examples/storm -svg docs/storm.svg -seed 7
 //	go run ./examples/storm -only fleet,hot-key
-//	go run ./examples/storm -chain-svg docs/chain.svg -tail-svg docs/hedging.svg
+//	go run ./examples/storm -chain-svg docs/chain.svg -tail-svg docs/hedging.svg -frontier-svg docs/frontier.svg
 //
 // The simulation runs on virtual time (the strategies read a simulated
 // Clock), so five minutes of traffic per mode and scenario take a few
@@ -36,6 +36,7 @@ func main() {
 	svgPath := flag.String("svg", "storm.svg", "where to write the chart (empty: no chart)")
 	chainSVG := flag.String("chain-svg", "", "where to write the call-chain chart (empty: no chart)")
 	tailSVG := flag.String("tail-svg", "", "where to write the hedging chart (empty: no chart)")
+	frontierSVG := flag.String("frontier-svg", "", "where to write the chart of the tiny-burst fleets against the fixed-rate frontier (empty: no chart)")
 	seed := flag.Uint64("seed", 1, "seed of the workload and of the backoff jitter")
 	only := flag.String("only", "", "comma-separated names of the scenarios to run (empty: all)")
 	wait := flag.Duration("max-send-wait", storm.MaxSendWait, "the longest an adaptive attempt waits for a send slot (0: no bound)")
@@ -150,6 +151,16 @@ whatever the load; in an outage it answers 503.
 	fmt.Println()
 	if err := storm.WriteLimitsTable(os.Stdout, limitScenarios, limits, len(seeds)); err != nil {
 		log.Fatal(err)
+	}
+	if *frontierSVG != "" {
+		var buf bytes.Buffer
+		if err := storm.WriteFrontierSVG(&buf, limitScenarios, limits, len(seeds)); err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(*frontierSVG, buf.Bytes(), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("chart: %s\n", *frontierSVG)
 	}
 
 	// Hedged requests against a service with a slow tail (retry.Hedging),
