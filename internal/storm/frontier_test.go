@@ -1,8 +1,6 @@
 package storm_test
 
 import (
-	"encoding/xml"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -36,16 +34,7 @@ func TestWriteFrontierSVG(t *testing.T) {
 		t.Fatal(err)
 	}
 	svg := b.String()
-	d := xml.NewDecoder(strings.NewReader(svg))
-	for {
-		_, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed: %v\n%s", err, svg)
-		}
-	}
+	wellFormed(t, svg)
 	if n := strings.Count(svg, "<polyline"); n != 1 {
 		t.Errorf("%d frontier lines, want 1", n)
 	}

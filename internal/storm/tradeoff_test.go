@@ -29,16 +29,7 @@ func TestWriteTradeoffSVG(t *testing.T) {
 		t.Fatal(err)
 	}
 	svg := b.String()
-	d := xml.NewDecoder(strings.NewReader(svg))
-	for {
-		_, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed: %v\n%s", err, svg)
-		}
-	}
+	wellFormed(t, svg)
 	if n := strings.Count(svg, "<circle"); n != len(points) {
 		t.Errorf("%d points drawn, want %d", n, len(points))
 	}
@@ -49,6 +40,21 @@ func TestWriteTradeoffSVG(t *testing.T) {
 	}
 	if n := strings.Count(svg, "absolute &lt;growth&gt;"); n != 1 {
 		t.Errorf("family in the key %d times, want once", n)
+	}
+}
+
+// wellFormed fails t unless svg is well-formed XML.
+func wellFormed(t *testing.T, svg string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("not well-formed: %v\n%s", err, svg)
+		}
 	}
 }
 
