@@ -106,6 +106,7 @@ func TestGrowthTradeoff(t *testing.T) {
 		evidence             // cuts decided on a number of attempts
 		demand               // the curve's time counted in attempts asked for
 		published            // the published algorithm, for comparison
+		told                 // a sender told its share, for comparison
 	)
 	families := map[int]string{
 		absolute:  "growth in sends per second too (+ g·t³)",
@@ -113,6 +114,7 @@ func TestGrowthTradeoff(t *testing.T) {
 		evidence:  "cuts decided on n attempts",
 		demand:    "the curve's time in attempts asked for too (WithDemandClock)",
 		published: "the published algorithm (AWS SDKs)",
+		told:      "a sender told its share, learning nothing",
 	}
 	type design struct {
 		name   string
@@ -139,6 +141,7 @@ func TestGrowthTradeoff(t *testing.T) {
 		designs = append(designs, design{fmt.Sprintf("asked for, a = %g (WithDemandClock)", a), []retry.RateLimiterOption{retry.WithDemandClock(a)}, demand})
 	}
 	designs = append(designs, design{"the published algorithm (WithPublishedCUBIC)", []retry.RateLimiterOption{retry.WithPublishedCUBIC()}, published})
+	designs = append(designs, design{"a fixed rate at its share (told it, as by redisretry)", nil, told})
 	type point struct {
 		design
 		smallThrottled, fairness [2]float64 // min, max over seeds
@@ -169,7 +172,11 @@ func TestGrowthTradeoff(t *testing.T) {
 		fairThrottled, fair10Throttled := empty, empty
 		for _, seed := range seeds {
 			run := func(ls storm.LimitScenario) storm.Result {
-				r, err := storm.RunStrategy(ls.Scenario, "adaptive", build, seed)
+				b := build
+				if d.family == told {
+					b = storm.FixedRateSender(ls.Scenario, 1)
+				}
+				r, err := storm.RunStrategy(ls.Scenario, "adaptive", b, seed)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -193,7 +200,7 @@ func TestGrowthTradeoff(t *testing.T) {
 			p.fairness[0], p.fairness[1], 100*fairThrottled[0], 100*fairThrottled[1], 100*fair10Throttled[0], 100*fair10Throttled[1],
 			p.bigShare[0], p.bigShare[1], secondsRange(p.back))
 	}
-	t.Logf("the default's growth W*(1 + 0.003*t^3), four families around it, and the published algorithm; seeds 1-5 (min-max)\n%s", b.String())
+	t.Logf("the default's growth W*(1 + 0.003*t^3), four families around it, the published algorithm, and a sender told its share; seeds 1-5 (min-max)\n%s", b.String())
 	if *tradeoffSVG != "" {
 		points := make([]storm.TradeoffPoint, len(curve))
 		for i, p := range curve {
@@ -215,6 +222,14 @@ func TestGrowthTradeoff(t *testing.T) {
 	// clients fair on every seed.
 	def := curve[0]
 	for _, p := range curve[1:] {
+		if p.family == told {
+			// Told its share, a sender needs no growth: it is in the
+			// target corner, where coordination puts a fleet.
+			if p.smallThrottled[1] > 0.05 || p.fairness[0] < 0.8 {
+				t.Errorf("%s: small clients %v throttled, fairness %v: not in the target corner", p.name, p.smallThrottled, p.fairness)
+			}
+			continue
+		}
 		if p.family == demand {
 			// Counted in attempts asked for, small clients are throttled
 			// less, and a lone small client pays for it: it is back at

@@ -155,6 +155,12 @@ var LimitModes = []Mode{Standard, Adaptive, AdaptiveDemand, AdaptivePublished}
 // burst of one token and a random phase; it learns nothing.
 const FixedRate = "fixed rate"
 
+// FixedRateSender returns a Builder of the limits table's fixed-rate
+// senders in sc, each at mult times its client's share of the capacity
+// (see FixedRate). A Builder is for one run: the n-th strategy it builds
+// is client n's.
+func FixedRateSender(sc Scenario, mult float64) Builder { return fixedRate(&sc, mult) }
+
 // fixedRate returns a Builder of fixed-rate senders for sc, each at mult
 // times its client's share of the capacity: the n-th strategy it builds
 // is client n's.

@@ -83,7 +83,7 @@ func WriteTradeoffSVG(w io.Writer, points []TradeoffPoint, note string) error {
 	// The target corner, the grid and the axes.
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="#d9f2d9"/>`+"\n",
 		left, top, xs(tradeoffMaxThrottled)-left, ys(tradeoffMinFairness)-top)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#2a6e2a">target</text>`+"\n", left+4, top+14)
+	fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#2a6e2a">target</text>`+"\n", left+4, ys(tradeoffMinFairness)-5)
 	for v := 0.0; v <= 1+1e-9; v += 0.2 {
 		y := ys(v)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/><text x="%d" y="%.1f" text-anchor="end" fill="#333">%.1f</text>`+"\n",
