@@ -73,9 +73,11 @@ import (
 // cuts by the share, the same for every client of a token-bucket server:
 // nothing draws equal clients together.
 //
-// The published algorithm runs beside them for comparison, as the limits
-// table runs it (an attempt waits for its send slot until its request's
-// deadline). With -tradeoff-svg the test draws the trade-off, fairness
+// Two more run beside them for comparison, as the limits table runs them:
+// the published algorithm (an attempt waits for its send slot until its
+// request's deadline), and a sender told its share of the capacity, as
+// redisretry tells a fleet's processes, which learns nothing and is in the
+// target corner (no throttles, fairness 0.98-0.99). With -tradeoff-svg the test draws the trade-off, fairness
 // against the small clients' throttles, to a file (the README's chart):
 //
 //	go test -run TestGrowthTradeoff . -args -tradeoff-svg docs/tradeoff.svg
@@ -172,11 +174,11 @@ func TestGrowthTradeoff(t *testing.T) {
 		fairThrottled, fair10Throttled := empty, empty
 		for _, seed := range seeds {
 			run := func(ls storm.LimitScenario) storm.Result {
-				b := build
+				strategy := build
 				if d.family == told {
-					b = storm.FixedRateSender(ls.Scenario, 1)
+					strategy = storm.FixedRateSender(ls.Scenario, 1)
 				}
-				r, err := storm.RunStrategy(ls.Scenario, "adaptive", b, seed)
+				r, err := storm.RunStrategy(ls.Scenario, "adaptive", strategy, seed)
 				if err != nil {
 					t.Fatal(err)
 				}
