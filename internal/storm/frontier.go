@@ -25,7 +25,8 @@ var frontierModeColors = map[string]string{
 // sender a box spanning its min-max on both, and the fixed-rate senders
 // joined in order of their rate: the frontier no steady sender gets below.
 // It fails if no scenario has a Frontier, or if a summary the plot needs is
-// missing or not a min-max within 0 to 1.
+// missing, or its throttled share or goodput is not a min-max (within 0 to
+// 1, and 0 to 2: a server's bucket starts full).
 func WriteFrontierSVG(w io.Writer, scenarios []LimitScenario, summaries []LimitSummary, seeds int) error {
 	var plotted []LimitScenario
 	for _, ls := range scenarios {
@@ -71,11 +72,7 @@ func WriteFrontierSVG(w io.Writer, scenarios []LimitScenario, summaries []LimitS
 		}
 		var fixed, modes []point
 		for _, m := range append([]float64{1}, ls.Frontier...) {
-			name := FixedRate
-			if m != 1 {
-				name = fmt.Sprintf("%s x%g", FixedRate, m)
-			}
-			s, err := get(ls.Name, name)
+			s, err := get(ls.Name, fixedRateName(m))
 			if err != nil {
 				return err
 			}

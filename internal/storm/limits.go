@@ -155,6 +155,15 @@ var LimitModes = []Mode{Standard, Adaptive, AdaptiveDemand, AdaptivePublished}
 // burst of one token and a random phase; it learns nothing.
 const FixedRate = "fixed rate"
 
+// fixedRateName names the fixed-rate sender at mult times its share in
+// the limits table's summaries.
+func fixedRateName(mult float64) string {
+	if mult == 1 {
+		return FixedRate
+	}
+	return fmt.Sprintf("%s x%g", FixedRate, mult)
+}
+
 // FixedRateSender returns a Builder of the limits table's fixed-rate
 // senders in sc, each at mult times its client's share of the capacity
 // (see FixedRate). A Builder is for one run: the n-th strategy it builds
@@ -230,9 +239,9 @@ func CompareLimits(scenarios []LimitScenario, seeds []uint64) ([]LimitSummary, e
 	for _, ls := range scenarios {
 		sc := ls.Scenario
 		mults := append([]float64{1}, ls.Frontier...)
-		names := []string{FixedRate}
+		names := []string{fixedRateName(1)}
 		for _, m := range ls.Frontier {
-			names = append(names, fmt.Sprintf("%s x%g", FixedRate, m))
+			names = append(names, fixedRateName(m))
 		}
 		fixed := len(names)
 		for _, m := range LimitModes {
