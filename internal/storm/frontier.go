@@ -84,13 +84,17 @@ func WriteFrontierSVG(w io.Writer, scenarios []LimitScenario, summaries []LimitS
 			if err != nil {
 				return err
 			}
-			modes = append(modes, point{m.String(), frontierModeColors[m.String()], 0, s})
+			c, ok := frontierModeColors[m.String()]
+			if !ok {
+				c = "#000000"
+			}
+			modes = append(modes, point{m.String(), c, 0, s})
 		}
 		ymax := 0.0
 		for _, p := range append(slices.Clone(fixed), modes...) {
 			ymax = max(ymax, p.s.Throttled[1])
 		}
-		ymax = min(niceCeil(ymax*100*1.05), 100) // in percent
+		ymax = min(niceCeil(max(ymax, 0.05)*100*1.05), 100) // in percent, at least 5%
 		xmax := 1.0
 		for _, p := range append(slices.Clone(fixed), modes...) {
 			xmax = max(xmax, math.Ceil(p.s.Goodput[1]*5)/5)

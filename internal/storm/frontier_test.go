@@ -71,3 +71,19 @@ func TestWriteFrontierSVGBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A fleet that nothing throttles still gets a chart with a scale.
+func TestWriteFrontierSVGNoThrottles(t *testing.T) {
+	scs, sums := frontierRun(t)
+	for i := range sums {
+		sums[i].Throttled = [2]float64{0, 0}
+	}
+	var b strings.Builder
+	if err := storm.WriteFrontierSVG(&b, scs, sums, 1); err != nil {
+		t.Fatal(err)
+	}
+	if svg := b.String(); strings.Contains(svg, "NaN") || strings.Contains(svg, "Inf") {
+		t.Errorf("chart holds NaN or Inf:\n%s", svg)
+	}
+	wellFormed(t, b.String())
+}

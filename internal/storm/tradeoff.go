@@ -114,15 +114,15 @@ func WriteTradeoffSVG(w io.Writer, points []TradeoffPoint, note string) error {
 	type spot struct{ x, y float64 }
 	var placed []spot
 	label := func(x, y float64) (float64, float64) {
-		step := 11.0
+		shift := 11.0
 		if y > top+plotH/2 {
-			step = -step
+			shift = -shift
 		}
 		for moved := true; moved; {
 			moved = false
 			for _, q := range placed {
 				if math.Abs(q.x-x) < 20 && math.Abs(q.y-y) < 11 {
-					y, moved = q.y+step, true
+					y, moved = q.y+shift, true
 				}
 			}
 		}
