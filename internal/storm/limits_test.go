@@ -67,7 +67,9 @@ func TestLimits(t *testing.T) {
 	}
 
 	// Target 4, throttles that do not depend on the load, 10% to 50%:
-	// at least 95% of standard mode's completions, on every seed.
+	// at least 95% of standard mode's completions, on every seed of 1-5.
+	// Over seeds 1-200 it is missed: 4-7.5% of the runs complete less than
+	// half (the README's "A hot key starves the client on some runs").
 	for _, name := range []string{"share-10", "share-25", "share-50"} {
 		if a := get(name, adaptive); a.VsStandard[0] < 0.95 {
 			t.Errorf("%s: adaptive completed %v of standard's, want >= 95%%", name, a.VsStandard)
