@@ -30,6 +30,9 @@ const (
 	// testWindows: a test that has not decided after this many windows
 	// (8 s) takes the throttles for congestion.
 	testWindows = 2 * learnWindows
+	// descentFall: a descent compares the share at this fraction of the
+	// rate it began at, or below, with the share it began on.
+	descentFall = 0.25
 )
 
 // A causeTest tells congestion from throttles that do not depend on the
@@ -80,7 +83,7 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 		t.again = false
 	}
 	half := float64(evidence.attempts) / (float64(windows) * l.cfg.window.Seconds()) / 2
-	if !t.running && (free || t.again) && half*testWindows*l.cfg.window.Seconds() >= 2*testAttempts {
+	if t.mayStart(l, free, evidence, windows) {
 		switch {
 		case evidence.attempts < testAttempts || evidence.share() > testMaxShare:
 			if !t.again {
@@ -96,6 +99,15 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 		return 0
 	}
 	return t.half
+}
+
+// mayStart reports whether a cut on evidence, the attempts of the newest
+// windows windows, may start a test: one from the rate the client wanted
+// (free) or after a cut that could not start one (again), when the client
+// sends enough to test at half its rate.
+func (t *causeTest) mayStart(l *RateLimiter, free bool, evidence windowCount, windows int) bool {
+	half := float64(evidence.attempts) / (float64(windows) * l.cfg.window.Seconds()) / 2
+	return !t.running && (free || t.again) && half*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
 }
 
 // run counts the window that closed last towards the test if the client
@@ -115,12 +127,8 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		t.low.throttles += w.throttles
 		t.lowWins++
 	}
-	f, n1, n2 := t.before.share(), float64(t.before.attempts), float64(t.low.attempts)
-	// Congestion would leave the service admitting as many attempts a
-	// second as before the cut, and so this share at the rate sent since.
-	sentBefore := n1 / (float64(t.beforeWins) * l.cfg.window.Seconds())
-	sentSince := n2 / (float64(max(t.lowWins, 1)) * l.cfg.window.Seconds())
-	congested := max(1-(1-f)*sentBefore/max(sentSince, math.SmallestNonzeroFloat64), 0)
+	n2 := float64(t.low.attempts)
+	z, stayed, congested := compare(l, t.before, t.beforeWins, t.low, t.lowWins)
 	if t.second {
 		// At a quarter of the rate: a share still above what congestion
 		// from this client alone would leave does not depend on the
@@ -138,11 +146,8 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		}
 		return atHalf
 	}
-	// How many standard errors the share fell by at about half the rate.
-	z := (f - t.low.share()) / math.Sqrt(max(f*(1-f), 1e-9)*(1/n1+1/max(n2, 1)))
-	stayed := t.low.share() >= f-(f-congested)*testFall
 	switch {
-	case n2 >= testAttempts/2 && z > significance:
+	case n2 >= testAttempts && z > significance:
 		// The share fell with the rate: congestion. If it fell to a
 		// share well above what congestion from this client alone
 		// would leave, part of it may not depend on the load: a
@@ -168,6 +173,24 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		return false
 	}
 	return atHalf
+}
+
+// compare compares the throttled share of low, the attempts of lowWins
+// windows sent at a lower rate, with that of before, the attempts of
+// beforeWins windows sent at a higher one. It returns how many standard
+// errors the share fell by; whether it stayed where it was (it fell by
+// less than testFall of the fall that congestion from this client alone
+// would make); and the share that congestion would leave: the service would
+// admit as many attempts a second as before.
+func compare(l *RateLimiter, before windowCount, beforeWins int, low windowCount, lowWins int) (z float64, stayed bool, congested float64) {
+	w := l.cfg.window.Seconds()
+	f, n1, n2 := before.share(), float64(before.attempts), float64(max(low.attempts, 1))
+	sentBefore := n1 / (float64(beforeWins) * w)
+	sentSince := n2 / (float64(max(lowWins, 1)) * w)
+	congested = max(1-(1-f)*sentBefore/sentSince, 0)
+	z = (f - low.share()) / math.Sqrt(max(f*(1-f), 1e-9)*(1/n1+1/n2))
+	stayed = low.share() >= f-(f-congested)*testFall
+	return z, stayed, congested
 }
 
 // independent ends the test with the verdict that the throttles do not
@@ -232,4 +255,81 @@ func restore(l *RateLimiter, now time.Time, r float64) {
 	// The measured rate fell with the rate: let the curve start from the
 	// rate restored, not from twice what was measured.
 	l.measured = max(l.measured, r/maxRateFactor)
+}
+
+// A descent is the way back from cuts for throttles that do not depend on
+// the load when no test of their cause ran, or one took them for
+// congestion on an unlucky sample. While the limiter paces the client it
+// tolerates no throttles, so such a share cuts the rate again at every
+// window, down to the minimum, where no test can run.
+//
+// A descent begins at a cut on a share significantly above the tolerance
+// while pacing, from a rate high enough to measure at a quarter of it
+// within testWindows windows, and follows the cuts after it. Once the
+// client has sent testAttempts attempts or more at descentFall of that
+// rate or below, it compares their share with the share it began on: had
+// the throttles come from congestion this client causes, the service would
+// admit as many attempts a second as before, and at a quarter of the rate
+// the share would fall to none. A share that stayed does not depend on the
+// load: the limiter learns it, at the rate it was measured at, and goes
+// back to the rate in use before the descent's first cut. Either way the
+// descent ends; the next cut may begin another.
+//
+// A client among many that share a service's capacity sees a share that
+// does not move with its own rate either. The significance asked of the
+// first cut keeps a fleet's clients, which pace each other to a small
+// share, from taking it for a load-independent one.
+type descent struct {
+	running    bool
+	from       float64     // the rate sent in the first cut's evidence
+	before     windowCount // that evidence
+	beforeWins int         // the windows it spans
+	resume     float64     // the rate in use before the first cut; 0: no pacing
+	low        windowCount // the attempts sent at descentFall of from, or below
+	lowWins    int         // the windows in low
+}
+
+// begin starts a descent at a cut on evidence, the attempts of the newest
+// windows windows, made from the rate back (0: no pacing), unless one
+// runs, the share is not significantly above the tolerance, or the client
+// sends too little to measure at a quarter of its rate. l.mu must be held.
+func (d *descent) begin(l *RateLimiter, evidence windowCount, windows int, back float64) {
+	from := float64(evidence.attempts) / (float64(windows) * l.cfg.window.Seconds())
+	tol := l.cfg.tolerance
+	significant := (evidence.share()-tol)/math.Sqrt(max(tol*(1-tol), 1e-9)/float64(evidence.attempts)) > significance
+	if d.running || !significant || evidence.attempts < testAttempts || from*descentFall*testWindows*l.cfg.window.Seconds() < testAttempts {
+		return
+	}
+	*d = descent{running: true, from: from, before: evidence, beforeWins: windows, resume: back}
+}
+
+// step counts the window that closed last if the client sent at
+// descentFall of the descent's rate or below in it, and decides when it
+// can. It reports whether it restored the rate: no cut is decided on the
+// window. A descent without a cut for 2*testWindows windows lapses. l.mu
+// must be held.
+func (d *descent) step(l *RateLimiter, now time.Time, s *shareState) bool {
+	if !d.running {
+		return false
+	}
+	if s.sinceCut > 2*testWindows {
+		d.running = false
+		return false
+	}
+	w, low := s.recent[s.fresh-1], d.from*descentFall*(1+testSlack)
+	if l.fillRate <= low && float64(w.attempts) <= low*l.cfg.window.Seconds() {
+		d.low.attempts += w.attempts
+		d.low.throttles += w.throttles
+		d.lowWins++
+	}
+	if d.low.attempts < testAttempts || d.lowWins < 2*evidenceWindows {
+		return false
+	}
+	d.running = false
+	if z, stayed, _ := compare(l, d.before, d.beforeWins, d.low, d.lowWins); z > significance || !stayed {
+		return false
+	}
+	s.learn(d.low, d.from*descentFall)
+	restore(l, now, d.resume)
+	return true
 }

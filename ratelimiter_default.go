@@ -26,6 +26,10 @@ const (
 	// attempts, every one throttled, are a block (the service admits
 	// nothing).
 	blockAttempts = 10
+	// learnCap: a share learned from a test is refined with the windows
+	// that follow while the client is free, on learnCap to twice as many
+	// of the newest attempts once it has that many.
+	learnCap = 1000
 )
 
 // excessShare is the default algorithm, which cuts the rate by the share
@@ -56,7 +60,8 @@ type shareState struct {
 	blocked bool
 	resume  float64
 
-	test causeTest // the test of the throttles' cause, while one runs
+	test    causeTest // the test of the throttles' cause, while one runs
+	descent descent   // the cuts made one after another while pacing
 
 	// sinceCut counts the windows closed since the last cut (see
 	// limiterConfig.evidenceAttempts).
@@ -142,6 +147,17 @@ func (s *shareState) learn(c windowCount, quiet float64) {
 	s.learned, s.quiet, s.quietCount = c, quiet, windowCount{}
 }
 
+// refine adds the counts of w to the learned share, halving the counts
+// when they pass twice learnCap: the newest attempts weigh the most.
+func (s *shareState) refine(w windowCount) {
+	s.learned.attempts += w.attempts
+	s.learned.throttles += w.throttles
+	if s.learned.attempts > 2*learnCap {
+		s.learned.attempts /= 2
+		s.learned.throttles = (s.learned.throttles + 1) / 2
+	}
+}
+
 // push adds a closed window to the recent ones, dropping the oldest when
 // they are full.
 func (s *shareState) push(w windowCount) {
@@ -169,6 +185,17 @@ func (c windowCount) share() float64 {
 		return 0
 	}
 	return float64(c.throttles) / float64(c.attempts)
+}
+
+// above reports whether the share of c is significantly above that of
+// known, counting the sampling error of both.
+func (c windowCount) above(known windowCount) bool {
+	if c.attempts == 0 || known.attempts == 0 {
+		return false
+	}
+	p := known.share()
+	se := math.Sqrt(max(p*(1-p), 1e-9) * (1/float64(c.attempts) + 1/float64(known.attempts)))
+	return (c.share()-p)/se > significance
 }
 
 // decide runs the default algorithm when a measurement window has closed:
@@ -202,13 +229,24 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 		return
 	}
 	if s.test.running && s.test.run(l, now, s) {
+		s.descent.running = false
+		return
+	}
+	if free {
+		s.descent.running = false
+	} else if s.descent.step(l, now, s) {
 		return
 	}
 	p, known := s.learned.share(), s.learned
 	if free {
 		// A small share is not congestion this client causes: learn it.
+		// A share learned from a test follows the windows that are not
+		// significantly above it: the test's estimate rests on few
+		// attempts.
 		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
 			s.learn(c, 0)
+		} else if s.learned.attempts > 0 && !c.above(s.learned) {
+			s.refine(s.recent[s.fresh-1])
 		}
 		p, known = s.learned.share(), s.learned
 		if p <= l.cfg.tolerance {
@@ -223,6 +261,19 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 		if s.quietCount.attempts >= learnAttempts {
 			s.learn(s.quietCount, s.quiet)
 			p, known = s.learned.share(), s.learned
+		}
+	}
+	// Not pacing yet (or again), a cut that could start a test of the
+	// throttles' cause waits for enough attempts to start one: a cut on
+	// fewer cannot, and the paced cuts that follow it may take the rate
+	// down to the minimum if the share does not depend on the load.
+	if !l.enabled.Load() && evidence.attempts < testAttempts && s.test.mayStart(l, free, evidence, n) {
+		for n < s.fresh && evidence.attempts < testAttempts {
+			n++
+			evidence = s.counts(n)
+		}
+		if evidence.attempts < testAttempts && n < learnWindows {
+			return
 		}
 	}
 	na := float64(evidence.attempts)
@@ -244,6 +295,9 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 			return
 		}
 		cut = max(cut, floor)
+	}
+	if !s.test.running {
+		s.descent.begin(l, evidence, min(n, s.fresh), back)
 	}
 	s.sinceCut = 0
 	copy(s.cuts[1:], s.cuts[:])
@@ -293,6 +347,7 @@ func (a *excessShare) block(l *RateLimiter, now time.Time, back float64) {
 		}
 	}
 	s.test.running = false
+	s.descent.running = false
 	l.restart(now, l.cfg.minFillRate)
 	l.setBurst(now, 0)
 }

@@ -769,7 +769,7 @@ func TestRateLimiterCutBoundAndBucket(t *testing.T) {
 // 100/s by the same factor, so a fleet of small clients reacts as one big
 // client does.
 func TestRateLimiterShareScalesWithTheClient(t *testing.T) {
-	for _, perSecond := range []int{10, 100} {
+	for _, perSecond := range []int{20, 200} {
 		clock := newManualClock()
 		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithThrottleTolerance(0))
 		gap := time.Second / time.Duration(perSecond)
@@ -782,6 +782,41 @@ func TestRateLimiterShareScalesWithTheClient(t *testing.T) {
 			t.Errorf("%d/s: after a window a fifth throttled Stats() = %+v, want LastMaxRate %v", perSecond, s, want)
 		}
 	}
+}
+
+// Before it paces, the default algorithm decides a cut that could start a
+// test of the throttles' cause on enough attempts to start one (20): a
+// client of 10 attempts a second, which could test at half its rate, waits
+// two seconds for them; one of 8 a second, which could not, cuts on the
+// first second. Tolerance 0: every throttle counts.
+func TestRateLimiterWaitsForATestableCut(t *testing.T) {
+	t.Run("10/s", func(t *testing.T) {
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithThrottleTolerance(0))
+		const gap = 100 * time.Millisecond
+		feed(l, clock, 10, gap, "s")     // [0, 1 s]
+		feed(l, clock, 10, gap, "tssss") // (1 s, 2 s]: a fifth throttled
+		// The closed windows, [0, 2 s), hold 19 attempts.
+		if s := l.Stats(); s.Enabled {
+			t.Fatalf("cut on fewer attempts than a test needs: %+v", s)
+		}
+		// The window [2 s, 2.5 s) closes: the newest four, [0.5 s, 2.5 s),
+		// hold 20 attempts, 3 throttled.
+		feed(l, clock, 5, gap, "tssss")
+		if s := l.Stats(); !s.Enabled || math.Abs(s.LastMaxRate-s.MeasuredRate*(1-3.0/20)) > 1e-9 {
+			t.Errorf("after 20 attempts, 3 throttled: Stats() = %+v, want the measured rate cut by 3/20", s)
+		}
+	})
+	t.Run("8/s", func(t *testing.T) {
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithThrottleTolerance(0))
+		const gap = 125 * time.Millisecond
+		feed(l, clock, 8, gap, "s")
+		feed(l, clock, 4, gap, "tsss")
+		if s := l.Stats(); !s.Enabled {
+			t.Errorf("a client too small to test did not cut on a throttled window: %+v", s)
+		}
+	})
 }
 
 // WithPublishedCUBIC selects the published constants, and other options
@@ -1151,6 +1186,66 @@ func TestRateLimiterCauseTest(t *testing.T) {
 				s.LearnedShare, sent, 0.8*ideal*5, 1.5*ideal*5, s)
 		}
 	})
+}
+
+// A load-independent share that appears while the limiter paces the client
+// cuts at every window, since pacing tolerates no throttles, and no test of
+// the throttles' cause can start. The cuts form a descent: once the client
+// sends at a quarter of the rate the first cut was made from, a share that
+// stayed where it was does not depend on the load, and the limiter learns
+// it and goes back to the rate before that cut. A share that stays near the
+// tolerance, which is what a fleet's clients see of each other's load,
+// begins no descent.
+func TestRateLimiterDescent(t *testing.T) {
+	const demand = 40.0 // attempts a second
+	// Congestion for 10 s (a token bucket of 20 a second), which leaves
+	// the limiter pacing the client; then capacity to spare, and every
+	// n-th attempt throttled whatever the load.
+	run := func(n int) (retry.RateLimiterStats, int) {
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+		tokens, last, i := 2.0, time.Duration(0), 0
+		sent := sendAgainst(l, clock, demand, time.Minute, func(now time.Duration) bool {
+			if now >= 10*time.Second {
+				i++
+				return i%n == 0
+			}
+			tokens = min(tokens+20*(now-last).Seconds(), 2)
+			last = now
+			if tokens < 1 {
+				return true
+			}
+			tokens--
+			return false
+		})
+		return l.Stats(), sent
+	}
+	if s, sent := run(4); math.Abs(s.LearnedShare-0.25) > 0.03 || float64(sent) < 0.95*demand*5 {
+		t.Errorf("25%% throttled whatever the load, after congestion: learned %.3f, sent %d in the last 5 s (want about 0.25, >= %.0f): %+v",
+			s.LearnedShare, sent, 0.95*demand*5, s)
+	}
+	if s, sent := run(9); s.LearnedShare != 0 || !s.Enabled || s.FillRate > 4*retry.DefaultMinFillRate {
+		t.Errorf("11%% throttled whatever the load, after congestion: learned %.3f, allowed %.1f/s, sent %d in the last 5 s (want nothing learned, near the minimum rate): %+v",
+			s.LearnedShare, s.FillRate, sent, s)
+	}
+}
+
+// A share learned from a test, on few attempts, follows the windows after
+// it that are not significantly above it: 30% throttled, then 35%.
+func TestRateLimiterLearnedShareFollows(t *testing.T) {
+	clock := newManualClock()
+	l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+	n := 0
+	sendAgainst(l, clock, 40, time.Minute, func(now time.Duration) bool {
+		n++
+		if now < 10*time.Second {
+			return n%10 < 3
+		}
+		return n%20 < 7
+	})
+	if s := l.Stats(); math.Abs(s.LearnedShare-0.35) > 0.01 {
+		t.Errorf("35%% throttled for 50 s after 30%% for 10 s: learned %.3f, want 0.35: %+v", s.LearnedShare, s)
+	}
 }
 
 // TestRateLimiterRandomInvariants drives limiters of every algorithm, with

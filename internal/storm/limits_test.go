@@ -1,9 +1,11 @@
 package storm_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/retrykit/retry/internal/storm"
@@ -68,8 +70,9 @@ func TestLimits(t *testing.T) {
 
 	// Target 4, throttles that do not depend on the load, 10% to 50%:
 	// at least 95% of standard mode's completions, on every seed of 1-5.
-	// Over seeds 1-200 it is missed: 4-7.5% of the runs complete less than
-	// half (the README's "A hot key starves the client on some runs").
+	// Over seeds 1-200 it is missed on 6-10.5% of the runs, 2-2.5% of
+	// them starved below half (TestHotKeyOverSeeds; the README's "A hot
+	// key starves the client on some runs").
 	for _, name := range []string{"share-10", "share-25", "share-50"} {
 		if a := get(name, adaptive); a.VsStandard[0] < 0.95 {
 			t.Errorf("%s: adaptive completed %v of standard's, want >= 95%%", name, a.VsStandard)
@@ -160,6 +163,56 @@ func TestFixedRateSender(t *testing.T) {
 		return
 	}
 	t.Fatal("no fixed-rate row")
+}
+
+// TestHotKeyOverSeeds runs the hot-key scenarios of the limits table with
+// capacity to spare over seeds 1-200 and prints, with -v, how adaptive mode's completions compare
+// with standard mode's: the median, the worst run, and how many runs fall
+// below 95% (target 4) and below half (the client starved). Target 4 is
+// missed on some runs; the guards hold today's counts, so that a change
+// that starves more runs fails.
+func TestHotKeyOverSeeds(t *testing.T) {
+	guards := map[string]struct{ below95, belowHalf int }{
+		"share-10": {14, 5},
+		"share-25": {21, 4},
+		"share-50": {12, 4},
+	}
+	seeds := make([]uint64, 200)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	if testing.Verbose() {
+		fmt.Printf("Adaptive mode's completions as a share of standard mode's, seeds 1-%d\n\n", len(seeds))
+		fmt.Println("| scenario | median | worst | runs below 95% | runs below half |")
+		fmt.Println("|---|---|---|---|---|")
+	}
+	for _, ls := range storm.LimitScenarios() {
+		g, ok := guards[ls.Name]
+		if !ok {
+			continue
+		}
+		var vs []float64
+		for _, seed := range seeds {
+			a, err := storm.Run(ls.Scenario, storm.Adaptive, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := storm.Run(ls.Scenario, storm.Standard, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, float64(a.Succeeded)/float64(s.Succeeded))
+		}
+		slices.Sort(vs)
+		below95 := sort.SearchFloat64s(vs, 0.95)
+		belowHalf := sort.SearchFloat64s(vs, 0.5)
+		if testing.Verbose() {
+			fmt.Printf("| %s | %.1f%% | %.1f%% | %d | %d |\n", ls.Name, 100*vs[len(vs)/2], 100*vs[0], below95, belowHalf)
+		}
+		if below95 > g.below95 || belowHalf > g.belowHalf {
+			t.Errorf("%s: %d runs below 95%% of standard's completions, %d below half; want at most %d, %d", ls.Name, below95, belowHalf, g.below95, g.belowHalf)
+		}
+	}
 }
 
 func TestLimitsBadInput(t *testing.T) {
