@@ -82,7 +82,7 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 	if t.again && now.Sub(t.againAt) > testWindows*l.cfg.window {
 		t.again = false
 	}
-	half := float64(evidence.attempts) / (float64(windows) * l.cfg.window.Seconds()) / 2
+	half := evidence.rate(windows, l.cfg.window) / 2
 	if t.mayStart(l, free, evidence, windows) {
 		switch {
 		case evidence.attempts < testAttempts || evidence.share() > testMaxShare:
@@ -106,7 +106,7 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 // (free) or after a cut that could not start one (again), when the client
 // sends enough to test at half its rate.
 func (t *causeTest) mayStart(l *RateLimiter, free bool, evidence windowCount, windows int) bool {
-	half := float64(evidence.attempts) / (float64(windows) * l.cfg.window.Seconds()) / 2
+	half := evidence.rate(windows, l.cfg.window) / 2
 	return !t.running && (free || t.again) && half*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
 }
 
@@ -183,11 +183,9 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 // would make); and the share that congestion would leave: the service would
 // admit as many attempts a second as before.
 func compare(l *RateLimiter, before windowCount, beforeWins int, low windowCount, lowWins int) (z float64, stayed bool, congested float64) {
-	w := l.cfg.window.Seconds()
 	f, n1, n2 := before.share(), float64(before.attempts), float64(max(low.attempts, 1))
-	sentBefore := n1 / (float64(beforeWins) * w)
-	sentSince := n2 / (float64(max(lowWins, 1)) * w)
-	congested = max(1-(1-f)*sentBefore/sentSince, 0)
+	sentSince := max(low.rate(lowWins, l.cfg.window), math.SmallestNonzeroFloat64)
+	congested = max(1-(1-f)*before.rate(beforeWins, l.cfg.window)/sentSince, 0)
 	z = (f - low.share()) / math.Sqrt(max(f*(1-f), 1e-9)*(1/n1+1/n2))
 	stayed = low.share() >= f-(f-congested)*testFall
 	return z, stayed, congested
@@ -294,7 +292,7 @@ type descent struct {
 // runs, the share is not significantly above the tolerance, or the client
 // sends too little to measure at a quarter of its rate. l.mu must be held.
 func (d *descent) begin(l *RateLimiter, evidence windowCount, windows int, back float64) {
-	from := float64(evidence.attempts) / (float64(windows) * l.cfg.window.Seconds())
+	from := evidence.rate(windows, l.cfg.window)
 	tol := l.cfg.tolerance
 	significant := (evidence.share()-tol)/math.Sqrt(max(tol*(1-tol), 1e-9)/float64(evidence.attempts)) > significance
 	if d.running || !significant || evidence.attempts < testAttempts || from*descentFall*testWindows*l.cfg.window.Seconds() < testAttempts {

@@ -187,6 +187,12 @@ func (c windowCount) share() float64 {
 	return float64(c.throttles) / float64(c.attempts)
 }
 
+// rate returns the attempts a second of c, counted over windows
+// measurement windows of the given width.
+func (c windowCount) rate(windows int, width time.Duration) float64 {
+	return float64(c.attempts) / (float64(max(windows, 1)) * width.Seconds())
+}
+
 // above reports whether the share of c is significantly above that of
 // known, counting the sampling error of both.
 func (c windowCount) above(known windowCount) bool {
