@@ -1076,6 +1076,22 @@ func sendAgainst(l *retry.RateLimiter, clock *manualClock, perSecond float64, d 
 	return sentLate
 }
 
+// tokenBucket returns a server that admits perSecond attempts a second by a
+// token bucket of burst tokens, full at first: it reports whether the
+// attempt sent at now is throttled. Times must not go back.
+func tokenBucket(perSecond, burst float64) func(now time.Duration) bool {
+	tokens, last := burst, time.Duration(0)
+	return func(now time.Duration) bool {
+		tokens = min(tokens+perSecond*(now-last).Seconds(), burst)
+		last = now
+		if tokens < 1 {
+			return true
+		}
+		tokens--
+		return false
+	}
+}
+
 // The default algorithm tells congestion from throttles that do not depend
 // on the load by a test: a cut from the rate the client wanted holds the
 // rate at half of it for a few seconds. A share that stays where it was
@@ -1102,16 +1118,7 @@ func TestRateLimiterCauseTest(t *testing.T) {
 		// A server that admits 20 a second by a token bucket of 2.
 		clock := newManualClock()
 		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
-		tokens, last := 2.0, time.Duration(0)
-		sent := sendAgainst(l, clock, demand, 30*time.Second, func(now time.Duration) bool {
-			tokens = min(tokens+20*(now-last).Seconds(), 2)
-			last = now
-			if tokens < 1 {
-				return true
-			}
-			tokens--
-			return false
-		})
+		sent := sendAgainst(l, clock, demand, 30*time.Second, tokenBucket(20, 2))
 		s := l.Stats()
 		if s.LearnedShare > 0.05 || !s.Enabled || float64(sent) > 1.3*20*5 {
 			t.Errorf("congestion at 2x: learned %.3f, sent %d in the last 5 s (want about 0, <= %.0f): %+v", s.LearnedShare, sent, 1.3*20*5, s)
@@ -1169,16 +1176,13 @@ func TestRateLimiterCauseTest(t *testing.T) {
 		// that gets 20 a second admitted, 20/0.75.
 		clock := newManualClock()
 		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
-		tokens, last, n := 2.0, time.Duration(0), 0
+		bucket, n := tokenBucket(20, 2), 0
 		const ideal = 20 / 0.75
 		sent := sendAgainst(l, clock, 4*ideal, 60*time.Second, func(now time.Duration) bool {
-			tokens = min(tokens+20*(now-last).Seconds(), 2)
-			last = now
-			if n++; n%4 == 0 || tokens < 1 {
+			if n++; n%4 == 0 {
 				return true
 			}
-			tokens--
-			return false
+			return bucket(now)
 		})
 		s := l.Stats()
 		if math.Abs(s.LearnedShare-0.25) > 0.1 || float64(sent) < 0.8*ideal*5 || float64(sent) > 1.5*ideal*5 {
@@ -1204,19 +1208,13 @@ func TestRateLimiterDescent(t *testing.T) {
 	run := func(n int) (retry.RateLimiterStats, int) {
 		clock := newManualClock()
 		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
-		tokens, last, i := 2.0, time.Duration(0), 0
+		bucket, i := tokenBucket(20, 2), 0
 		sent := sendAgainst(l, clock, demand, time.Minute, func(now time.Duration) bool {
 			if now >= 10*time.Second {
 				i++
 				return i%n == 0
 			}
-			tokens = min(tokens+20*(now-last).Seconds(), 2)
-			last = now
-			if tokens < 1 {
-				return true
-			}
-			tokens--
-			return false
+			return bucket(now)
 		})
 		return l.Stats(), sent
 	}
