@@ -115,10 +115,9 @@ const maxRateFactor = 2
 //     much (p above) when it limits the client later. A larger share cuts
 //     the rate, and the cut is put to a test.
 //   - Test of the cause. A cut from the rate the client wanted, on a
-//     throttled share up to 60% and 20 attempts or more, starts a test (a
-//     client sending under 10 attempts a second does not test; one that
-//     sends more, before the limiter paces it, waits up to 4 s for the 20
-//     attempts before it cuts). For up to 8 s the rate stays at half the rate the client sent
+//     throttled share up to 60% and a second of 20 attempts or more,
+//     starts a test (a client sending under 10 attempts a second does not
+//     test). For up to 8 s the rate stays at half the rate the client sent
 //     before the cut, or more, and the limiter compares the share there
 //     with the share before. Had the throttles come from congestion this
 //     client causes, the service would admit as many attempts a second at
@@ -129,13 +128,14 @@ const maxRateFactor = 2
 //     to the rate before the cut. A fall of two standard errors on 20
 //     attempts or more is congestion. While the client is free, the
 //     learned share follows the windows that are not significantly above
-//     it (the newest 1,000 to 2,000 attempts). So a hot partition key that throttles a
-//     quarter of the requests costs a few seconds at half the rate, not
-//     the client's throughput. A client that is a small part of a fleet
-//     congesting a service is not tested (it sends too little), or finds
-//     the share fell with its own rate when the fleet cuts together; a
-//     client that is under a quarter of the load, alone in cutting, would
-//     take the fleet's congestion for load-independent throttling.
+//     it (the newest 1,000 to 2,000 attempts). So a hot partition key
+//     that throttles a quarter of the requests costs a few seconds at
+//     half the rate, not the client's throughput. A client that is a
+//     small part of a fleet congesting a service is not tested (it sends
+//     too little), or finds the share fell with its own rate when the
+//     fleet cuts together; a client that is under a quarter of the load,
+//     alone in cutting, would take the fleet's congestion for
+//     load-independent throttling.
 //   - Both at once. A client that overloads a service that also throttles
 //     a hot key sees the share fall at half the rate, but to a share
 //     significantly above what congestion from it alone would leave (and
@@ -156,14 +156,15 @@ const maxRateFactor = 2
 //     throttles beyond a learned share, so a load-independent share that
 //     no test caught (none could start, or one took it for congestion)
 //     cuts the rate at every window towards the minimum. The cuts form a
-//     descent, begun at a cut on 20 attempts or more whose share is
-//     significantly above the tolerance, from 10 attempts a second or
-//     more. Once the client has sent 20 attempts at a quarter of that
-//     rate or below, a share that stayed (as in the test) is learned, and
-//     the limiter goes back to the rate before the descent's first cut. A
-//     client of a fleet that the others' load throttles sees a share that
-//     does not move with its own rate either; its cuts, at a small share
-//     or on few attempts, begin no descent.
+//     descent, begun at a cut whose share, over as many recent windows as
+//     hold 20 attempts, is significantly above the tolerance, from 10
+//     attempts a second or more. Once the client has sent 20 attempts at
+//     a quarter of that rate or below, a share that stayed (as in the
+//     test) is learned, and the limiter goes back to the rate before the
+//     descent's first cut. A client of a fleet that the others' load
+//     throttles sees a share that does not move with its own rate either;
+//     its cuts, at the small share a fleet paces itself to, begin no
+//     descent.
 //   - Block. When the service admits nothing (the last two windows hold
 //     10 attempts or more and every one was throttled: a service that
 //     throttles from the first attempt, an account over its quota), the
@@ -178,13 +179,12 @@ const maxRateFactor = 2
 // In the storm simulation (go run ./examples/storm; a deterministic model
 // of closed-loop clients, see the README), against clients that offer 3x
 // a server's capacity, the default algorithm serves 95% of the capacity
-// or more, with under 5% of sends throttled from one client and 4.9-5.5%
-// from a fleet of ten (over five seeds); with 5% of attempts throttled
-// whatever the load it completes as many requests as the standard mode,
-// and with 10%, 25% and 50% from 95% to 100% as many (a client of 50
-// workers, over five seeds; over 200 seeds, 2-2.5% of the runs complete
-// less than half: the README's "A hot key starves the client on some
-// runs").
+// or more with under 5% of sends throttled, from one client or from a
+// fleet of ten; with 5% of attempts throttled whatever the load it
+// completes as many requests as the standard mode, and with 10%, 25% and
+// 50% from 95% to 100% as many (a client of 50 workers, over five seeds;
+// over 200 seeds, 2-4% of the runs complete less than half: the README's
+// "A hot key starves the client on some runs").
 // A client sending under 10 attempts a second does not test the
 // throttles' cause: with 3 workers and 25% throttled whatever the load it
 // completes a fifth as many.

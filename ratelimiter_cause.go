@@ -83,7 +83,7 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 		t.again = false
 	}
 	half := evidence.rate(windows, l.cfg.window) / 2
-	if t.mayStart(l, free, evidence, windows) {
+	if !t.running && (free || t.again) && half*testWindows*l.cfg.window.Seconds() >= 2*testAttempts {
 		switch {
 		case evidence.attempts < testAttempts || evidence.share() > testMaxShare:
 			if !t.again {
@@ -99,15 +99,6 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 		return 0
 	}
 	return t.half
-}
-
-// mayStart reports whether a cut on evidence, the attempts of the newest
-// windows windows, may start a test: one from the rate the client wanted
-// (free) or after a cut that could not start one (again), when the client
-// sends enough to test at half its rate.
-func (t *causeTest) mayStart(l *RateLimiter, free bool, evidence windowCount, windows int) bool {
-	half := evidence.rate(windows, l.cfg.window) / 2
-	return !t.running && (free || t.again) && half*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
 }
 
 // run counts the window that closed last towards the test if the client
@@ -287,14 +278,20 @@ type descent struct {
 	lowWins    int         // the windows in low
 }
 
-// begin starts a descent at a cut on evidence, the attempts of the newest
-// windows windows, made from the rate back (0: no pacing), unless one
-// runs, the share is not significantly above the tolerance, or the client
-// sends too little to measure at a quarter of its rate. l.mu must be held.
-func (d *descent) begin(l *RateLimiter, evidence windowCount, windows int, back float64) {
+// begin starts a descent at a cut made from the rate back (0: no pacing),
+// on the attempts of the newest windows windows, or of as many more of the
+// recent ones as hold testAttempts; unless one runs, they hold fewer, their
+// share is not significantly above the tolerance, or the client sends too
+// little to measure at a quarter of its rate. l.mu must be held.
+func (d *descent) begin(l *RateLimiter, s *shareState, windows int, back float64) {
+	evidence := s.counts(windows)
+	for windows < s.fresh && evidence.attempts < testAttempts {
+		windows++
+		evidence = s.counts(windows)
+	}
 	from := evidence.rate(windows, l.cfg.window)
 	tol := l.cfg.tolerance
-	significant := (evidence.share()-tol)/math.Sqrt(max(tol*(1-tol), 1e-9)/float64(evidence.attempts)) > significance
+	significant := (evidence.share()-tol)/math.Sqrt(max(tol*(1-tol), 1e-9)/float64(max(evidence.attempts, 1))) > significance
 	if d.running || !significant || evidence.attempts < testAttempts || from*descentFall*testWindows*l.cfg.window.Seconds() < testAttempts {
 		return
 	}

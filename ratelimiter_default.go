@@ -269,19 +269,6 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 			p, known = s.learned.share(), s.learned
 		}
 	}
-	// Not pacing yet (or again), a cut that could start a test of the
-	// throttles' cause waits for enough attempts to start one: a cut on
-	// fewer cannot, and the paced cuts that follow it may take the rate
-	// down to the minimum if the share does not depend on the load.
-	if !l.enabled.Load() && evidence.attempts < testAttempts && s.test.mayStart(l, free, evidence, n) {
-		for n < s.fresh && evidence.attempts < testAttempts {
-			n++
-			evidence = s.counts(n)
-		}
-		if evidence.attempts < testAttempts && n < learnWindows {
-			return
-		}
-	}
 	na := float64(evidence.attempts)
 	pn := p * na
 	// The variance of the throttles expected: the evidence's own, and
@@ -303,7 +290,7 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 		cut = max(cut, floor)
 	}
 	if !s.test.running {
-		s.descent.begin(l, evidence, min(n, s.fresh), back)
+		s.descent.begin(l, s, min(n, s.fresh), back)
 	}
 	s.sinceCut = 0
 	copy(s.cuts[1:], s.cuts[:])
