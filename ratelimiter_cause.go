@@ -252,9 +252,10 @@ func restore(l *RateLimiter, now time.Time, r float64) {
 // tolerates no throttles, so such a share cuts the rate again at every
 // window, down to the minimum, where no test can run.
 //
-// A descent begins at a cut on a share significantly above the tolerance
-// while pacing, from a rate high enough to measure at a quarter of it
-// within testWindows windows, and follows the cuts after it. Once the
+// A descent begins at a cut while pacing whose share, counted over as many
+// recent windows as hold testAttempts attempts, is significantly above the
+// tolerance, from a rate high enough to measure at a quarter of it within
+// testWindows windows; and follows the cuts after it. Once the
 // client has sent testAttempts attempts or more at descentFall of that
 // rate or below, it compares their share with the share it began on: had
 // the throttles come from congestion this client causes, the service would
@@ -266,13 +267,15 @@ func restore(l *RateLimiter, now time.Time, r float64) {
 //
 // A client among many that share a service's capacity sees a share that
 // does not move with its own rate either. The significance asked of the
-// first cut keeps a fleet's clients, which pace each other to a small
-// share, from taking it for a load-independent one.
+// first cut, on testAttempts attempts or more, keeps a fleet's clients,
+// which pace each other to a small share, from taking it for a
+// load-independent one (on fewer, two of ten equal clients at 10× did,
+// within ten minutes).
 type descent struct {
 	running    bool
-	from       float64     // the rate sent in the first cut's evidence
-	before     windowCount // that evidence
-	beforeWins int         // the windows it spans
+	from       float64     // the rate sent in the windows the first cut's share was counted on
+	before     windowCount // the attempts of those windows
+	beforeWins int         // how many they are
 	resume     float64     // the rate in use before the first cut; 0: no pacing
 	low        windowCount // the attempts sent at descentFall of from, or below
 	lowWins    int         // the windows in low
