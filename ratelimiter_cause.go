@@ -287,11 +287,8 @@ type descent struct {
 // share is not significantly above the tolerance, or the client sends too
 // little to measure at a quarter of its rate. l.mu must be held.
 func (d *descent) begin(l *RateLimiter, s *shareState, windows int, back float64) {
+	windows = s.span(windows, testAttempts)
 	evidence := s.counts(windows)
-	for windows < s.fresh && evidence.attempts < testAttempts {
-		windows++
-		evidence = s.counts(windows)
-	}
 	from := evidence.rate(windows, l.cfg.window)
 	tol := l.cfg.tolerance
 	significant := (evidence.share()-tol)/math.Sqrt(max(tol*(1-tol), 1e-9)/float64(max(evidence.attempts, 1))) > significance

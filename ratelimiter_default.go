@@ -26,9 +26,9 @@ const (
 	// attempts, every one throttled, are a block (the service admits
 	// nothing).
 	blockAttempts = 10
-	// learnCap: a share learned from a test is refined with the windows
-	// that follow while the client is free, on learnCap to twice as many
-	// of the newest attempts once it has that many.
+	// learnCap: a learned share is refined with the windows that follow
+	// while the client is free, on learnCap to twice as many of the
+	// newest attempts once it has that many.
 	learnCap = 1000
 )
 
@@ -169,6 +169,15 @@ func (s *shareState) push(w windowCount) {
 	s.fresh++
 }
 
+// span returns the fewest of the newest windows, n or more, that hold at
+// least need attempts; all the recent windows if none do.
+func (s *shareState) span(n, need int) int {
+	for n < s.fresh && s.counts(n).attempts < need {
+		n++
+	}
+	return n
+}
+
 // counts returns the attempts and throttles of the newest n recent windows.
 func (s *shareState) counts(n int) windowCount {
 	var c windowCount
@@ -246,9 +255,9 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	p, known := s.learned.share(), s.learned
 	if free {
 		// A small share is not congestion this client causes: learn it.
-		// A share learned from a test follows the windows that are not
-		// significantly above it: the test's estimate rests on few
-		// attempts.
+		// A learned share follows the windows that are not
+		// significantly above it: a test's estimate rests on few
+		// attempts, and the service's share may move.
 		if c := s.counts(learnWindows); c.attempts >= learnAttempts && c.share() <= l.cfg.tolerance {
 			s.learn(c, 0)
 		} else if s.learned.attempts > 0 && !c.above(s.learned) {
@@ -312,9 +321,7 @@ func (a *excessShare) evidenceSpan(l *RateLimiter) (n int, wait bool) {
 	if need == 0 {
 		return n, false
 	}
-	for n < s.fresh && s.counts(n).attempts < need {
-		n++
-	}
+	n = s.span(n, need)
 	if n > s.sinceCut && l.enabled.Load() {
 		if s.counts(s.sinceCut).attempts < need {
 			return n, true
