@@ -52,6 +52,18 @@ const (
 // significantly above what congestion from this client alone would leave;
 // the test moves on to a quarter of the rate (second), and a share still
 // that far above congestion's there does not depend on the load.
+//
+// A test may also find no answer at half the rate: the share fell, but
+// neither significantly nor to where congestion would take it. Cuts are
+// made on windows whose share is high, so the share of the cut's evidence
+// is often high by chance, and a few dozen attempts at half the rate
+// cannot tell a share that stayed from one that fell a little. If the
+// share at half the rate is still well above what congestion from this
+// client alone would leave, the test moves on to a quarter of the rate and
+// compares with the attempts at half, which were not chosen for being
+// high (unanswered). Found independent of the load there, the limiter
+// goes back to the rate in use before the test's cut; found congestion,
+// the next cut tests again, as after any test without an answer.
 type causeTest struct {
 	running bool
 	again   bool        // a cut that could not start a test: start at the next, back to resume
@@ -67,6 +79,10 @@ type causeTest struct {
 	// quarter (second).
 	beforeWins int
 	second     bool // the test has moved on to a quarter of the rate
+	// unanswered: it moved on without an answer at half the rate, from a
+	// cut made at the rate outer (0: the limiter did not pace).
+	unanswered bool
+	outer      float64
 }
 
 // consider starts a test on a cut, if the cut is from the rate the client
@@ -146,7 +162,7 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		// key. Test that part at half the rate again.
 		if t.low.share() > l.cfg.tolerance && t.canHalve(l) {
 			if t.leftOver(congested) {
-				t.halve(l, now)
+				t.halve(l, now, false)
 				return true
 			}
 			if n2 < 2*testAttempts {
@@ -158,8 +174,13 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		stayed && n2 >= testAttempts && t.windows >= testWindows:
 		return t.independent(l, now, s, windowCount{t.before.attempts + t.low.attempts, t.before.throttles + t.low.throttles})
 	case t.windows >= testWindows:
-		// No answer: take it for congestion, and test again at the
-		// next cut.
+		// No answer. A share at half the rate well above what
+		// congestion would leave is tested at a quarter; otherwise take
+		// it for congestion, and test again at the next cut.
+		if t.low.share() > l.cfg.tolerance && t.canHalve(l) && t.leftOver(congested) {
+			t.halve(l, now, true)
+			return true
+		}
 		*t = causeTest{again: true, againAt: now, resume: t.resume}
 		return false
 	}
@@ -185,25 +206,33 @@ func compare(l *RateLimiter, before windowCount, beforeWins int, low windowCount
 // independent ends the test with the verdict that the throttles do not
 // depend on the load: the limiter learns the share of c, measured at the
 // rate the test holds, and goes back to the rate before the test's cut (or
-// to half, from a quarter). It reports that it restored the rate. l.mu must
-// be held.
+// to half, from a quarter the test moved on to after the share fell at
+// half). It reports that it restored the rate. l.mu must be held.
 func (t *causeTest) independent(l *RateLimiter, now time.Time, s *shareState, c windowCount) bool {
 	t.running = false
 	s.learn(c, t.half)
-	restore(l, now, t.resume)
+	back := t.resume
+	if t.unanswered {
+		back = t.outer
+	}
+	restore(l, now, back)
 	return true
 }
 
 // congestion ends the test with the verdict that the throttles come from
 // congestion. A test at a quarter of the rate goes back to half, where the
-// share was above what congestion alone would leave; it reports whether it
-// did so. l.mu must be held.
+// share was above what congestion alone would leave, and, if it found no
+// answer at half, tests again at the next cut; it reports whether it went
+// back. l.mu must be held.
 func (t *causeTest) congestion(l *RateLimiter, now time.Time) bool {
 	t.running = false
 	if !t.second {
 		return false
 	}
 	restore(l, now, t.resume)
+	if t.unanswered {
+		*t = causeTest{again: true, againAt: now, resume: t.outer}
+	}
 	return true
 }
 
@@ -222,8 +251,12 @@ func (t *causeTest) canHalve(l *RateLimiter) bool {
 
 // halve moves the test on to half of half the rate sent before its cut,
 // with the attempts at half the rate as its evidence before, and half the
-// rate as the rate to go back to. l.mu must be held.
-func (t *causeTest) halve(l *RateLimiter, now time.Time) {
+// rate as the rate to go back to; unanswered says that it found no answer
+// at half the rate (see causeTest). l.mu must be held.
+func (t *causeTest) halve(l *RateLimiter, now time.Time, unanswered bool) {
+	if unanswered {
+		t.unanswered, t.outer = true, t.resume
+	}
 	t.before, t.beforeWins = t.low, t.lowWins
 	t.low, t.lowWins, t.windows = windowCount{}, 0, 0
 	t.resume = t.half

@@ -1107,14 +1107,17 @@ func TestRateLimiterCauseTest(t *testing.T) {
 		// Half a second of 60% throttled cuts and starts a test; from
 		// then on 15% are throttled whatever the rate, a fall at half the
 		// rate too small to be congestion's, too large to be no fall at
-		// all: the test ends without an answer after 8 s, and takes the
-		// throttles for congestion. The next cut tests again, from the
-		// rate it cut, and finds the 15% independent of the load (had it
-		// not, the cuts would follow the 15% down to the minimum rate).
+		// all: the test has no answer after 8 s. The 15% at half the rate
+		// is well above what congestion would leave, so the test moves on
+		// to a quarter, finds the 15% there too, learns it and goes back
+		// to the rate before its cut, by 15 s. (Taking the throttles for
+		// congestion and testing again at the next cut learned it only
+		// at 16.5 s; had nothing learned it, the cuts would follow the
+		// 15% down to the minimum rate.)
 		clock := newManualClock()
 		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
 		n := 0
-		sent := sendAgainst(l, clock, demand, 40*time.Second, func(now time.Duration) bool {
+		sendAgainst(l, clock, demand, 15*time.Second, func(now time.Duration) bool {
 			n++
 			switch {
 			case now < 2*time.Second:
@@ -1124,10 +1127,39 @@ func TestRateLimiterCauseTest(t *testing.T) {
 			}
 			return n%20 < 3
 		})
-		s := l.Stats()
-		if math.Abs(s.LearnedShare-0.15) > 0.05 || float64(sent) < 0.9*demand*5 {
-			t.Errorf("15%% throttled whatever the rate after a test without an answer: learned %.3f, sent %d in the last 5 s (want about 0.15, >= %.0f): %+v",
-				s.LearnedShare, sent, 0.9*demand*5, s)
+		if s := l.Stats(); math.Abs(s.LearnedShare-0.15) > 0.05 || s.Enabled {
+			t.Errorf("15%% throttled whatever the rate after a test without an answer: at 15 s learned %.3f, pacing %v (want about 0.15, not pacing): %+v",
+				s.LearnedShare, s.Enabled, s)
+		}
+	})
+	t.Run("no answer, then congestion", func(t *testing.T) {
+		// The same, but the 15% fall to 2% below 15 attempts a second:
+		// the share at a quarter of the rate falls, so the test takes
+		// the throttles for congestion and goes back to half the rate.
+		// Nothing is learned.
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+		n := 0
+		var sends []time.Duration // the last second's
+		sendAgainst(l, clock, demand, 40*time.Second, func(now time.Duration) bool {
+			n++
+			sends = append(sends, now)
+			for len(sends) > 0 && sends[0] <= now-time.Second {
+				sends = sends[1:]
+			}
+			switch {
+			case now < 2*time.Second:
+				return false
+			case now < 2500*time.Millisecond:
+				return n%20 < 12
+			case len(sends) >= 15:
+				return n%20 < 3
+			}
+			return n%50 == 0
+		})
+		if s := l.Stats(); s.LearnedShare > 0.05 || !s.Enabled {
+			t.Errorf("15%% throttled at 15/s or more, 2%% below: learned %.3f, pacing %v (want nothing learned, pacing): %+v",
+				s.LearnedShare, s.Enabled, s)
 		}
 	})
 	t.Run("both", func(t *testing.T) {
