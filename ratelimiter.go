@@ -183,8 +183,8 @@ const maxRateFactor = 2
 // fleet of ten; with 5% of attempts throttled whatever the load it
 // completes as many requests as the standard mode, and with 10%, 25% and
 // 50% from 95% to 100% as many (a client of 50 workers, over five seeds;
-// over 200 seeds, 2-4% of the runs complete less than half: the README's
-// "A hot key starves the client on some runs").
+// over 200 seeds, 0.5-3% of the runs complete less than half: the
+// README's "A hot key starves the client on some runs").
 // A client sending under 10 attempts a second does not test the
 // throttles' cause: with 3 workers and 25% throttled whatever the load it
 // completes a fifth as many.
