@@ -169,8 +169,9 @@ func (s *shareState) push(w windowCount) {
 	s.fresh++
 }
 
-// span returns the fewest of the newest windows, n or more, that hold at
-// least need attempts; all the recent windows if none do.
+// span returns how many of the newest windows, n at least, it takes to
+// hold need attempts: the fewest that do, or all the recent windows (n, if
+// that is more) when none do.
 func (s *shareState) span(n, need int) int {
 	for n < s.fresh && s.counts(n).attempts < need {
 		n++
