@@ -160,7 +160,7 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		// would leave, part of it may not depend on the load: a
 		// client that overloads a service that also throttles a hot
 		// key. Test that part at half the rate again.
-		if t.low.share() > l.cfg.tolerance && t.canHalve(l) {
+		if t.canHalve(l) {
 			if t.leftOver(congested) {
 				t.halve(l, now, false)
 				return true
@@ -177,7 +177,7 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		// No answer. A share at half the rate well above what
 		// congestion would leave is tested at a quarter; otherwise take
 		// it for congestion, and test again at the next cut.
-		if t.low.share() > l.cfg.tolerance && t.canHalve(l) && t.leftOver(congested) {
+		if t.canHalve(l) && t.leftOver(congested) {
 			t.halve(l, now, true)
 			return true
 		}
@@ -243,10 +243,12 @@ func (t *causeTest) leftOver(congested float64) bool {
 	return (p-congested)/math.Sqrt(max(p*(1-p), 1e-9)/n) > significance
 }
 
-// canHalve reports whether the client sends enough to test at half of
-// half the rate sent before the cut.
+// canHalve reports whether a test at half of half the rate sent before the
+// cut could find a share that does not depend on the load: the share at
+// half the rate is above the tolerance (at a quarter, a share at or below
+// it reads as congestion), and the client sends enough to test there.
 func (t *causeTest) canHalve(l *RateLimiter) bool {
-	return t.half/2*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
+	return t.low.share() > l.cfg.tolerance && t.half/2*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
 }
 
 // halve moves the test on to half of half the rate sent before its cut,
