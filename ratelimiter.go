@@ -138,17 +138,20 @@ const maxRateFactor = 2
 //     load-independent throttling.
 //   - Both at once. A client that overloads a service that also throttles
 //     a hot key sees the share fall at half the rate, but to a share
-//     significantly above what congestion from it alone would leave (and
-//     above the tolerance). The test then moves on to a quarter of the
-//     rate (if the client still sends 5 attempts a second there): a share
-//     still that far above congestion's there does not depend on the
-//     load. The limiter learns it from the attempts at a quarter of the
-//     rate alone, goes back to half, and from then on cuts only for the
-//     share above it. Whenever it limits the client to the rate at which
+//     significantly above what congestion from it alone would leave. If
+//     that share is above the tolerance, the test moves on to a quarter of
+//     the rate (if the client still sends 5 attempts a second there): a
+//     share still that far above congestion's there does not depend on
+//     the load. The limiter learns it from the attempts at a quarter of
+//     the rate alone, goes back to half, and from then on cuts only for
+//     the share above it. Otherwise the limiter learns the share at half
+//     the rate as it takes the throttles for congestion: it paces on from
+//     half the rate, and tolerates that share instead of none. Whenever it limits the client to the rate at which
 //     a test learned the share (half or a quarter of the rate before its
 //     cut), or less, it learns the share anew, every 40 attempts. A test
 //     that cannot decide in 8 s takes the throttles for congestion and
-//     tests again at the next cut. A learned share is an estimate from a
+//     tests again at the next cut, after the same steps as a fall when the
+//     share at half the rate is well above congestion's. A learned share is an estimate from a
 //     few hundred attempts at most, so the cut's threshold counts its
 //     variance beside the evidence's: with the share learned on m
 //     attempts, 2*sqrt(p*n + p*(1-p)*n*n/m).
@@ -183,7 +186,7 @@ const maxRateFactor = 2
 // fleet of ten; with 5% of attempts throttled whatever the load it
 // completes as many requests as the standard mode, and with 10%, 25% and
 // 50% from 95% to 100% as many (a client of 50 workers, over five seeds;
-// over 200 seeds, 0.5-3% of the runs complete less than half: the
+// over 200 seeds, 0.5-2% of the runs complete less than half: the
 // README's "A hot key starves the client on some runs").
 // A client sending under 10 attempts a second does not test the
 // throttles' cause: with 3 workers and 25% throttled whatever the load it

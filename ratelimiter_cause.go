@@ -13,9 +13,10 @@ const (
 	// seconds).
 	testSlack = 0.2
 	// testAttempts: the test takes the throttles for congestion on at
-	// least half this many attempts at half the rate, and for independent
-	// of the load on at least twice as many over two seconds or more, or
-	// this many when its time is up.
+	// least this many attempts at half the rate (twice as many when it
+	// could move on to a quarter), and for independent of the load on
+	// twice as many over two seconds or more, or this many when its time
+	// is up.
 	testAttempts = 20
 	// testFall: a share that fell by less than this part of the fall that
 	// congestion from this client alone would make does not depend on the
@@ -64,6 +65,12 @@ const (
 // high (unanswered). Found independent of the load there, the limiter
 // goes back to the rate in use before the test's cut; found congestion,
 // the next cut tests again, as after any test without an answer.
+//
+// When such a share at half the rate cannot be tested at a quarter (it is
+// within the tolerance, where a quarter would read as congestion, or the
+// client sends too little), the limiter learns it as it takes the
+// throttles for congestion: the rate stays cut, but the pacing that follows
+// tolerates that share instead of none, and grows back through it.
 type causeTest struct {
 	running bool
 	again   bool        // a cut that could not start a test: start at the next, back to resume
@@ -159,15 +166,13 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		// share well above what congestion from this client alone
 		// would leave, part of it may not depend on the load: a
 		// client that overloads a service that also throttles a hot
-		// key. Test that part at half the rate again.
-		if t.canHalve(l) {
-			if t.leftOver(congested) {
-				t.halve(l, now, false)
+		// key. Test that part at half the rate again, or learn it.
+		if t.leftOver(congested) {
+			if t.followLeftOver(l, now, s, false) {
 				return true
 			}
-			if n2 < 2*testAttempts {
-				return atHalf // too few attempts to tell yet
-			}
+		} else if t.canHalve(l) && n2 < 2*testAttempts {
+			return atHalf // too few attempts to tell yet
 		}
 		return t.congestion(l, now)
 	case stayed && n2 >= 2*testAttempts && t.lowWins >= 2*evidenceWindows,
@@ -175,10 +180,9 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		return t.independent(l, now, s, windowCount{t.before.attempts + t.low.attempts, t.before.throttles + t.low.throttles})
 	case t.windows >= testWindows:
 		// No answer. A share at half the rate well above what
-		// congestion would leave is tested at a quarter; otherwise take
-		// it for congestion, and test again at the next cut.
-		if t.canHalve(l) && t.leftOver(congested) {
-			t.halve(l, now, true)
+		// congestion would leave is tested at a quarter, or learned;
+		// take the rest for congestion, and test again at the next cut.
+		if t.leftOver(congested) && t.followLeftOver(l, now, s, true) {
 			return true
 		}
 		*t = causeTest{again: true, againAt: now, resume: t.resume}
@@ -249,6 +253,23 @@ func (t *causeTest) leftOver(congested float64) bool {
 // it reads as congestion), and the client sends enough to test there.
 func (t *causeTest) canHalve(l *RateLimiter) bool {
 	return t.low.share() > l.cfg.tolerance && t.half/2*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
+}
+
+// followLeftOver follows a share at half the rate well above what
+// congestion from this client alone would leave (see leftOver), when the
+// share fell with the rate or the test found no answer; unanswered says
+// which. It moves the test on to a quarter of the rate if it can, and
+// reports that it did. Otherwise the limiter learns that share: without
+// it, pacing would tolerate no throttles, and a share that does not depend
+// on the load would cut the rate at every window, down to the minimum.
+// l.mu must be held.
+func (t *causeTest) followLeftOver(l *RateLimiter, now time.Time, s *shareState, unanswered bool) bool {
+	if t.canHalve(l) {
+		t.halve(l, now, unanswered)
+		return true
+	}
+	s.learn(t.low, 0)
+	return false
 }
 
 // halve moves the test on to half of half the rate sent before its cut,

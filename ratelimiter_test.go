@@ -1162,6 +1162,33 @@ func TestRateLimiterCauseTest(t *testing.T) {
 				s.LearnedShare, s.Enabled, s)
 		}
 	})
+	t.Run("a share within the tolerance left", func(t *testing.T) {
+		// A quarter throttled in the first second cuts, before any share
+		// is learned, and starts a test; from then on 8% are throttled
+		// whatever the rate. At half the rate the share falls, in the
+		// end significantly, but to more than congestion from the client
+		// alone would leave (none): the test takes the throttles for
+		// congestion, as the share is within the tolerance, where a
+		// quarter of the rate would tell nothing, and learns that share.
+		// The pacing that follows tolerates it, and the rate grows back
+		// to the demand. (Learning nothing, the pacing would tolerate no
+		// throttles, and the 8% would cut the rate at every window, down
+		// to the minimum.)
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+		n := 0
+		sent := sendAgainst(l, clock, demand, 40*time.Second, func(now time.Duration) bool {
+			n++
+			if now < time.Second {
+				return n%4 == 0
+			}
+			return n%25 < 2
+		})
+		if s := l.Stats(); math.Abs(s.LearnedShare-0.08) > 0.04 || float64(sent) < 0.9*demand*5 {
+			t.Errorf("8%% throttled whatever the rate, after a fall at half the rate: learned %.3f, sent %d in the last 5 s (want about 0.08, >= %.0f): %+v",
+				s.LearnedShare, sent, 0.9*demand*5, s)
+		}
+	})
 	t.Run("both", func(t *testing.T) {
 		// A server that throttles every 4th attempt whatever the load,
 		// and admits at most 20 a second of the rest by a token bucket
