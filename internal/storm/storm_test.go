@@ -3,7 +3,10 @@ package storm
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +125,50 @@ func TestTargetOverloadOneClient(t *testing.T) {
 	if a.ThrottledShare >= standard.ThrottledShare/10 || a.Goodput <= published.Goodput {
 		t.Errorf("adaptive (%.1f%% throttled, %.1f%% goodput) is no better than standard (%.1f%%) and published (%.1f%% goodput)",
 			100*a.ThrottledShare, 100*a.Goodput, 100*standard.ThrottledShare, 100*published.Goodput)
+	}
+}
+
+// TestOverloadOverSeeds runs the one-client overloads, (b) and (b'), over
+// seeds 1-20: target 7 (at most 5% throttled, at least 95% goodput) holds
+// on seed 1, which the demo and TestTargetOverloadOneClient print, but not
+// on every seed. On some, the test of the first cut's cause is misled: the
+// server's one-second windows make the rate it admitted in the cut's
+// evidence look up to twice its capacity, so at half the rate the share
+// falls by less than congestion would make it, and the limiter learns the
+// congestion as a load-independent share and tolerates it (the README's
+// "One client at 3x is misled on some runs"). The guards hold today's
+// counts, so that a change that makes them worse fails.
+func TestOverloadOverSeeds(t *testing.T) {
+	guards := map[string]struct{ above5 int }{
+		"overload":     {4},
+		"overload-100": {3},
+	}
+	if testing.Verbose() {
+		fmt.Println("One client offering 3x, adaptive mode, seeds 1-20")
+		fmt.Println()
+		fmt.Println("| scenario | throttled, median | worst | runs above 5% throttled | goodput, worst |")
+		fmt.Println("|---|---|---|---|---|")
+	}
+	for _, name := range []string{"overload", "overload-100"} {
+		sc := scenario(t, name)
+		var throttled []float64
+		goodput := 1.0
+		for seed := uint64(1); seed <= 20; seed++ {
+			r, err := Run(sc, Adaptive, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			throttled = append(throttled, r.ThrottledShare)
+			goodput = min(goodput, r.Goodput)
+		}
+		slices.Sort(throttled)
+		above := len(throttled) - sort.SearchFloat64s(throttled, 0.05)
+		if testing.Verbose() {
+			fmt.Printf("| %s | %.1f%% | %.1f%% | %d | %.1f%% |\n", name, 100*throttled[len(throttled)/2], 100*throttled[len(throttled)-1], above, 100*goodput)
+		}
+		if g := guards[name]; above > g.above5 {
+			t.Errorf("%s: %d runs of 20 above 5%% throttled, want at most %d", name, above, g.above5)
+		}
 	}
 }
 
