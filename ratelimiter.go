@@ -136,25 +136,26 @@ const maxRateFactor = 2
 //     fleet cuts together; a client that is under a quarter of the load,
 //     alone in cutting, would take the fleet's congestion for
 //     load-independent throttling.
-//   - Both at once. A client that overloads a service that also throttles
-//     a hot key sees the share fall at half the rate, but to a share
+//   - Both at once. A client that overloads a service that also throttles a
+//     hot key sees the share fall at half the rate, but to a share
 //     significantly above what congestion from it alone would leave. If
 //     that share is above the tolerance, the test moves on to a quarter of
 //     the rate (if the client still sends 5 attempts a second there): a
-//     share still that far above congestion's there does not depend on
-//     the load. The limiter learns it from the attempts at a quarter of
-//     the rate alone, goes back to half, and from then on cuts only for
-//     the share above it. Otherwise the limiter learns the share at half
-//     the rate as it takes the throttles for congestion: it paces on from
-//     half the rate, and tolerates that share instead of none. Whenever it limits the client to the rate at which
-//     a test learned the share (half or a quarter of the rate before its
-//     cut), or less, it learns the share anew, every 40 attempts. A test
-//     that cannot decide in 8 s takes the throttles for congestion and
-//     tests again at the next cut, after the same steps as a fall when the
-//     share at half the rate is well above congestion's. A learned share is an estimate from a
-//     few hundred attempts at most, so the cut's threshold counts its
-//     variance beside the evidence's: with the share learned on m
-//     attempts, 2*sqrt(p*n + p*(1-p)*n*n/m).
+//     share still that far above congestion's there does not depend on the
+//     load. The limiter learns it from the attempts at a quarter of the
+//     rate alone, goes back to half, and from then on cuts only for the
+//     share above it. Otherwise the limiter learns the share at half the
+//     rate as it takes the throttles for congestion: it paces on from half
+//     the rate, and tolerates that share instead of none. Whenever it
+//     limits the client to the rate at which a test learned the share (half
+//     or a quarter of the rate before its cut), or less, it learns the
+//     share anew, every 40 attempts. A test that cannot decide in 8 s takes
+//     the throttles for congestion and tests again at the next cut, after
+//     the same steps as a fall when the share at half the rate is well
+//     above congestion's. A learned share is an estimate from a few hundred
+//     attempts at most, so the cut's threshold counts its variance beside
+//     the evidence's: with the share learned on m attempts,
+//     2*sqrt(p*n + p*(1-p)*n*n/m).
 //   - Descent. While the limiter paces the client it tolerates no
 //     throttles beyond a learned share, so a load-independent share that
 //     no test caught (none could start, or one took it for congestion)
