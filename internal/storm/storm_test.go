@@ -138,7 +138,14 @@ func TestTargetOverloadOneClient(t *testing.T) {
 // congestion as a load-independent share and tolerates it (the README's
 // "One client at 3x is misled on some runs"). The guards hold today's
 // counts, so that a change that makes them worse fails.
+//
+// Forty five-minute runs take 20-30 s, and about 7 minutes under the race
+// detector, which finds nothing here that TestTargetOverloadOneClient,
+// the same code on seed 1, does not: .ci/run runs this test without it.
 func TestOverloadOverSeeds(t *testing.T) {
+	if raceDetector {
+		t.Skip("a deterministic simulation, slow under the race detector; .ci/run runs it without")
+	}
 	guards := map[string]struct{ above5 int }{
 		"overload":     {4},
 		"overload-100": {3},
