@@ -31,6 +31,12 @@ const (
 	// testWindows: a test that has not decided after this many windows
 	// (8 s) takes the throttles for congestion.
 	testWindows = 2 * learnWindows
+	// checkWindows: a verdict of independent of the load reached on
+	// unsettled evidence is checked on this many windows (2 s) back at
+	// the rate before the test's cut: against a service that counts in
+	// windows of a second, the share of one second may be off by a
+	// window's worth.
+	checkWindows = 2 * evidenceWindows
 	// descentFall: a descent compares the share at this fraction of the
 	// rate it began at, or below, with the share it began on.
 	descentFall = 0.25
@@ -71,6 +77,17 @@ const (
 // client sends too little), the limiter learns it as it takes the
 // throttles for congestion: the rate stays cut, but the pacing that follows
 // tolerates that share instead of none, and grows back through it.
+//
+// A test's verdict rests on the cut's evidence being what the service
+// admits. A service that served the client less than it could just before
+// (a client that just started, or came back from idle) may have credit
+// saved, an unused window or a full bucket, and admit up to twice its rate
+// in the second that follows: congestion from this client then shows the
+// same share at half the rate as before the cut, and looks independent of
+// the load. A verdict of independent reached on such evidence (unsettled:
+// see shareState.settled) is checked on the windows back at the rate
+// before the cut, which are settled (see check); the limiter forgets the
+// share if it rose with the rate, and the next cut tests again.
 type causeTest struct {
 	running bool
 	again   bool        // a cut that could not start a test: start at the next, back to resume
@@ -90,6 +107,12 @@ type causeTest struct {
 	// cut made at the rate outer (0: the limiter did not pace).
 	unanswered bool
 	outer      float64
+	// unsettled: the cut's evidence was not settled (see
+	// shareState.settled). checking: the test found the throttles
+	// independent of the load on such evidence, and the limiter checks
+	// that verdict in the windows after it goes back (see check).
+	unsettled bool
+	checking  bool
 }
 
 // consider starts a test on a cut, if the cut is from the rate the client
@@ -101,7 +124,8 @@ type causeTest struct {
 // testMaxShare, starts a test at the next cut instead (within testWindows
 // windows), which goes back to the rate before this one. l.mu must be
 // held.
-func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence windowCount, windows int, back float64) float64 {
+func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, s *shareState, windows int, back float64) float64 {
+	evidence := s.counts(windows)
 	if t.again && now.Sub(t.againAt) > testWindows*l.cfg.window {
 		t.again = false
 	}
@@ -117,6 +141,7 @@ func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, evidence 
 		default:
 			*t = causeTest{running: true, before: evidence, beforeWins: windows, resume: back, half: half}
 		}
+		t.unsettled = t.running && !s.settled(windows)
 	}
 	if !t.running {
 		return 0
@@ -191,6 +216,35 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 	return atHalf
 }
 
+// check checks a verdict of independent of the load reached on unsettled
+// evidence (see causeTest), once the limiter has been back at the rate
+// before the test's cut for checkWindows windows: it reports false until
+// then, and no cut is decided on the windows before. If the share there is
+// significantly above the share at half the rate, and by more than a
+// share that does not depend on the load would leave (compare's stayed),
+// the share rose with the rate: the limiter forgets the share learned.
+// A share at half the rate far above what congestion would leave there
+// (more than 2*significance standard errors: the windows back rest on a
+// short sample) is kept: a client that overloads a service that also
+// throttles a hot key needs it. A client that does not go back to about
+// twice the rate at half is not checked. l.mu must be held.
+func (t *causeTest) check(l *RateLimiter, s *shareState) bool {
+	t.windows++
+	if t.windows < checkWindows {
+		return false
+	}
+	t.checking = false
+	back := s.counts(checkWindows)
+	if back.rate(checkWindows, l.cfg.window) < 2*(1-testSlack)*t.low.rate(t.lowWins, l.cfg.window) {
+		return true
+	}
+	z, stayed, congested := compare(l, back, checkWindows, t.low, t.lowWins)
+	if z > significance && !stayed && t.excess(congested) <= 2*significance {
+		s.learn(windowCount{}, 0)
+	}
+	return true
+}
+
 // compare compares the throttled share of low, the attempts of lowWins
 // windows sent at a lower rate, with that of before, the attempts of
 // beforeWins windows sent at a higher one. It returns how many standard
@@ -215,6 +269,9 @@ func compare(l *RateLimiter, before windowCount, beforeWins int, low windowCount
 func (t *causeTest) independent(l *RateLimiter, now time.Time, s *shareState, c windowCount) bool {
 	t.running = false
 	s.learn(c, t.half)
+	if t.unsettled && !t.second {
+		t.checking, t.windows = true, 0
+	}
 	back := t.resume
 	if t.unanswered {
 		back = t.outer
@@ -243,8 +300,14 @@ func (t *causeTest) congestion(l *RateLimiter, now time.Time) bool {
 // leftOver reports whether the share in low is significantly above
 // congested, the share congestion from this client alone would leave.
 func (t *causeTest) leftOver(congested float64) bool {
+	return t.excess(congested) > significance
+}
+
+// excess returns how many standard errors the share in low is above
+// congested.
+func (t *causeTest) excess(congested float64) float64 {
 	p, n := t.low.share(), float64(t.low.attempts)
-	return (p-congested)/math.Sqrt(max(p*(1-p), 1e-9)/n) > significance
+	return (p - congested) / math.Sqrt(max(p*(1-p), 1e-9)/n)
 }
 
 // canHalve reports whether a test at half of half the rate sent before the

@@ -179,6 +179,20 @@ func (s *shareState) span(n, need int) int {
 	return n
 }
 
+// settled reports whether the client had been sending before the newest
+// n windows: the n windows before them hold at least as many attempts as
+// the service admitted in them. A service that served the client less than
+// it could before then (a client that just started, or came back from
+// idle) may have credit saved, an unused window or a full bucket, and
+// admit up to twice its rate in the windows that follow.
+func (s *shareState) settled(n int) bool {
+	if s.fresh < 2*n {
+		return false
+	}
+	newest := s.counts(n)
+	return s.counts(2*n).attempts-newest.attempts >= newest.attempts-newest.throttles
+}
+
 // counts returns the attempts and throttles of the newest n recent windows.
 func (s *shareState) counts(n int) windowCount {
 	var c windowCount
@@ -244,6 +258,9 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	if wait {
 		return
 	}
+	// While a test's verdict is checked, the share is learned as usual,
+	// but no cut is decided.
+	checking := s.test.checking && !s.test.check(l, s)
 	if s.test.running && s.test.run(l, now, s) {
 		s.descent.running = false
 		return
@@ -279,6 +296,9 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 			p, known = s.learned.share(), s.learned
 		}
 	}
+	if checking {
+		return
+	}
 	na := float64(evidence.attempts)
 	pn := p * na
 	// The variance of the throttles expected: the evidence's own, and
@@ -293,7 +313,7 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	cut := base * max(1-(evidence.share()-p), l.cfg.beta)
 	// A test of the throttles' cause keeps the rate at half the rate
 	// sent before its cut or more.
-	if floor := s.test.consider(l, now, free, evidence, min(n, s.fresh), back); floor > 0 {
+	if floor := s.test.consider(l, now, free, s, min(n, s.fresh), back); floor > 0 {
 		if base <= floor {
 			return
 		}

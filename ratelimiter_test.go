@@ -1089,6 +1089,33 @@ func TestRateLimiterCauseTest(t *testing.T) {
 			t.Errorf("congestion at 2x: learned %.3f, sent %d in the last 5 s (want about 0, <= %.0f): %+v", s.LearnedShare, sent, 1.3*20*5, s)
 		}
 	})
+	t.Run("a window saved before the first attempt", func(t *testing.T) {
+		// A service that admits 20 attempts in each window of a second,
+		// offered 60 a second. Its windows do not begin with the client:
+		// the one open at the first attempt served no one before it, so
+		// the client's first second may see two windows' worth admitted,
+		// 40, and at half the rate, 30, the 20 of one: a third throttled
+		// at both rates, as if that share did not depend on the load.
+		// The windows back at the rate before the cut, at which the
+		// service admits 20 of 60, show the share rising with the rate:
+		// nothing may be learned, whatever the windows' phase.
+		for _, phase := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond, 700 * time.Millisecond, 900 * time.Millisecond} {
+			clock := newManualClock()
+			l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+			window, admitted := time.Duration(-1), 0
+			sent := sendAgainst(l, clock, 60, 30*time.Second, func(now time.Duration) bool {
+				if w := (now + phase) / time.Second; w != window {
+					window, admitted = w, 0
+				}
+				admitted++
+				return admitted > 20
+			})
+			if s := l.Stats(); s.LearnedShare > 0.05 || float64(sent) > 1.3*20*5 {
+				t.Errorf("windows of 20 a second, a window beginning %v before the first attempt: learned %.3f, sent %d in the last 5 s (want about 0, <= %.0f): %+v",
+					phase, s.LearnedShare, sent, 1.3*20*5, s)
+			}
+		}
+	})
 	t.Run("from the first window", func(t *testing.T) {
 		// A cut at the first window, on 0.5 s of evidence (30 attempts):
 		// the test holds half of what the client sent in that half

@@ -174,7 +174,7 @@ func TestFixedRateSender(t *testing.T) {
 func TestHotKeyOverSeeds(t *testing.T) {
 	guards := map[string]struct{ below95, belowHalf int }{
 		"share-10": {13, 4},
-		"share-25": {23, 1},
+		"share-25": {24, 1},
 		"share-50": {17, 4},
 	}
 	seeds := make([]uint64, 200)

@@ -134,10 +134,12 @@ func TestTargetOverloadOneClient(t *testing.T) {
 // on every seed. On some, the test of the first cut's cause is misled: the
 // server's one-second windows make the rate it admitted in the cut's
 // evidence look up to twice its capacity, so at half the rate the share
-// falls by less than congestion would make it, and the limiter learns the
-// congestion as a load-independent share and tolerates it (the README's
-// "One client at 3x is misled on some runs"). The guards hold today's
-// counts, so that a change that makes them worse fails.
+// falls by less than congestion would make it, and the test takes the
+// congestion for a load-independent share. The limiter checks such a
+// verdict back at the client's rate and forgets the share, which costs
+// those runs a few seconds (the README's "One client at 3x is misled at
+// first on some runs"). The guards hold today's counts and worst runs, so
+// that a change that makes them worse fails.
 //
 // Forty five-minute runs take 20-30 s, and about 7 minutes under the race
 // detector, which finds nothing here that TestTargetOverloadOneClient,
@@ -146,9 +148,13 @@ func TestOverloadOverSeeds(t *testing.T) {
 	if raceDetector {
 		t.Skip("a deterministic simulation, slow under the race detector; .ci/run runs it without")
 	}
-	guards := map[string]struct{ above5 int }{
-		"overload":     {4},
-		"overload-100": {3},
+	guards := []struct {
+		name   string
+		above5 int     // runs above 5% throttled, at most
+		worst  float64 // the worst run's throttled share, at most
+	}{
+		{"overload", 4, 0.065},
+		{"overload-100", 2, 0.10},
 	}
 	if testing.Verbose() {
 		fmt.Println("One client offering 3x, adaptive mode, seeds 1-20")
@@ -156,8 +162,8 @@ func TestOverloadOverSeeds(t *testing.T) {
 		fmt.Println("| scenario | throttled, median | worst | runs above 5% throttled | goodput, worst |")
 		fmt.Println("|---|---|---|---|---|")
 	}
-	for _, name := range []string{"overload", "overload-100"} {
-		sc := scenario(t, name)
+	for _, g := range guards {
+		sc := scenario(t, g.name)
 		var throttled []float64
 		goodput := 1.0
 		for seed := uint64(1); seed <= 20; seed++ {
@@ -170,11 +176,12 @@ func TestOverloadOverSeeds(t *testing.T) {
 		}
 		slices.Sort(throttled)
 		above := len(throttled) - sort.SearchFloat64s(throttled, 0.05)
+		worst := throttled[len(throttled)-1]
 		if testing.Verbose() {
-			fmt.Printf("| %s | %.1f%% | %.1f%% | %d | %.1f%% |\n", name, 100*throttled[len(throttled)/2], 100*throttled[len(throttled)-1], above, 100*goodput)
+			fmt.Printf("| %s | %.1f%% | %.1f%% | %d | %.1f%% |\n", g.name, 100*throttled[len(throttled)/2], 100*worst, above, 100*goodput)
 		}
-		if g := guards[name]; above > g.above5 {
-			t.Errorf("%s: %d runs of 20 above 5%% throttled, want at most %d", name, above, g.above5)
+		if above > g.above5 || worst > g.worst {
+			t.Errorf("%s: %d runs of 20 above 5%% throttled, the worst %.1f%%; want at most %d, and %.1f%%", g.name, above, 100*worst, g.above5, 100*g.worst)
 		}
 	}
 }
