@@ -1116,6 +1116,20 @@ func TestRateLimiterCauseTest(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a bucket full at the first attempt", func(t *testing.T) {
+		// The same with a token bucket of 20 a second that holds half a
+		// second to two seconds of its rate when the client starts: the
+		// first second sees the bucket's tokens admitted beside the rate.
+		for _, burst := range []float64{10, 20, 40} {
+			clock := newManualClock()
+			l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+			sent := sendAgainst(l, clock, 60, 30*time.Second, tokenBucket(20, burst))
+			if s := l.Stats(); s.LearnedShare > 0.05 || float64(sent) > 1.3*20*5 {
+				t.Errorf("a bucket of %.0f tokens, 20 a second: learned %.3f, sent %d in the last 5 s (want about 0, <= %.0f): %+v",
+					burst, s.LearnedShare, sent, 1.3*20*5, s)
+			}
+		}
+	})
 	t.Run("from the first window", func(t *testing.T) {
 		// A cut at the first window, on 0.5 s of evidence (30 attempts):
 		// the test holds half of what the client sent in that half
