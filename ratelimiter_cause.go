@@ -32,8 +32,8 @@ const (
 	// (8 s) takes the throttles for congestion.
 	testWindows = 2 * learnWindows
 	// checkWindows: a verdict of independent of the load reached on
-	// unsettled evidence is checked on this many windows (2 s) back at
-	// the rate before the test's cut: against a service that counts in
+	// unsettled evidence is checked on up to this many windows (2 s) back
+	// at the rate before the test's cut: against a service that counts in
 	// windows of a second, the share of one second may be off by a
 	// window's worth.
 	checkWindows = 2 * evidenceWindows
@@ -217,29 +217,37 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 }
 
 // check checks a verdict of independent of the load reached on unsettled
-// evidence (see causeTest), once the limiter has been back at the rate
-// before the test's cut for checkWindows windows: it reports false until
-// then, and no cut is decided on the windows before. If the share there is
-// significantly above the share at half the rate, and by more than a
-// share that does not depend on the load would leave (compare's stayed),
-// the share rose with the rate: the limiter forgets the share learned.
-// A share at half the rate far above what congestion would leave there
-// (more than 2*significance standard errors: the windows back rest on a
-// short sample) is kept: a client that overloads a service that also
-// throttles a hot key needs it. A client that does not go back to about
-// twice the rate at half is not checked. l.mu must be held.
+// evidence (see causeTest) on the windows since the limiter went back to
+// the rate before the test's cut: it reports false until it decides, and
+// no cut is decided on the windows before. If the share there is
+// significantly above the share at half the rate, and by more than a share
+// that does not depend on the load would leave (compare's stayed), the
+// share rose with the rate: the limiter forgets the share learned. It
+// decides after checkWindows windows, or after evidenceWindows if the
+// share rose by twice the significance. A share at half the rate far
+// above what congestion would leave there (more than 2*significance
+// standard errors: the windows back rest on a short sample) is kept: a
+// client that overloads a service that also throttles a hot key needs it.
+// A client that does not go back to about twice the rate at half is not
+// checked. l.mu must be held.
 func (t *causeTest) check(l *RateLimiter, s *shareState) bool {
 	t.windows++
-	if t.windows < checkWindows {
+	if t.windows < evidenceWindows {
+		return false
+	}
+	n := min(t.windows, checkWindows)
+	back := s.counts(n)
+	if back.rate(n, l.cfg.window) < 2*(1-testSlack)*t.low.rate(t.lowWins, l.cfg.window) {
+		t.checking = false
+		return true
+	}
+	z, stayed, congested := compare(l, back, n, t.low, t.lowWins)
+	rose := z > significance && !stayed && t.excess(congested) <= 2*significance
+	if t.windows < checkWindows && !(rose && z > 2*significance) {
 		return false
 	}
 	t.checking = false
-	back := s.counts(checkWindows)
-	if back.rate(checkWindows, l.cfg.window) < 2*(1-testSlack)*t.low.rate(t.lowWins, l.cfg.window) {
-		return true
-	}
-	z, stayed, congested := compare(l, back, checkWindows, t.low, t.lowWins)
-	if z > significance && !stayed && t.excess(congested) <= 2*significance {
+	if rose {
 		s.learn(windowCount{}, 0)
 	}
 	return true
