@@ -127,11 +127,11 @@ const maxRateFactor = 2
 //     limiter learns the share, tolerates it from then on, and goes back
 //     to the rate before the cut. A fall of two standard errors on 20
 //     attempts or more is congestion. A service that had served the client
-//     less than it could before the cut (one that just started) may have
-//     admitted up to twice its rate in the cut's evidence, and congestion
-//     then looks independent of the load: such a verdict is checked on the
-//     1-2 s back at the rate before the cut, and the share is forgotten if
-//     it rose with the rate. While the client is free, the
+//     less than it could before the cut's evidence (a client that just
+//     started) may have admitted up to twice its rate in it, and
+//     congestion then looks independent of the load: such a verdict is
+//     checked on the 1-2 s back at the rate before the cut, and the share
+//     is forgotten if it rose with the rate. While the client is free, the
 //     learned share follows the windows that are not significantly above
 //     it (the newest 1,000 to 2,000 attempts). So a hot partition key
 //     that throttles a quarter of the requests costs a few seconds at
