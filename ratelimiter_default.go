@@ -313,7 +313,7 @@ func (a *excessShare) decide(l *RateLimiter, now time.Time) {
 	cut := base * max(1-(evidence.share()-p), l.cfg.beta)
 	// A test of the throttles' cause keeps the rate at half the rate
 	// sent before its cut or more.
-	if floor := s.test.consider(l, now, free, s, min(n, s.fresh), back); floor > 0 {
+	if floor := s.test.consider(l, now, free, s, evidence, min(n, s.fresh), back); floor > 0 {
 		if base <= floor {
 			return
 		}
