@@ -92,7 +92,7 @@ type causeTest struct {
 	running bool
 	again   bool        // a cut that could not start a test: start at the next, back to resume
 	againAt time.Time   // when that cut was made: again lapses testWindows windows later
-	windows int         // the windows closed since it started, or since the limiter went back while checking
+	windows int         // the windows closed since it started (while checking: since it went back)
 	before  windowCount // the attempts of the evidence of the cut that started it
 	resume  float64     // the rate in use before that cut; 0: the limiter did not pace
 	half    float64     // half the rate sent before the cut
@@ -117,13 +117,13 @@ type causeTest struct {
 
 // consider starts a test on a cut, if the cut is from the rate the client
 // wanted (free) and the client sends enough to test at half of its rate in
-// evidence, the attempts of the newest windows windows of s; and returns the floor the running test sets, half the rate
-// sent before its cut, or 0 if none runs. A test that finds the throttles
-// independent of the load goes back to back, the rate before the cut (0:
-// no pacing). A cut on too little evidence, or on a share above
-// testMaxShare, starts a test at the next cut instead (within testWindows
-// windows), which goes back to the rate before this one. l.mu must be
-// held.
+// evidence, the attempts of the newest windows windows of s; and returns
+// the floor the running test sets, half the rate sent before its cut, or 0
+// if none runs. A test that finds the throttles independent of the load
+// goes back to back, the rate before the cut (0: no pacing). A cut on too
+// little evidence, or on a share above testMaxShare, starts a test at the
+// next cut instead (within testWindows windows), which goes back to the
+// rate before this one. l.mu must be held.
 func (t *causeTest) consider(l *RateLimiter, now time.Time, free bool, s *shareState, evidence windowCount, windows int, back float64) float64 {
 	if t.again && now.Sub(t.againAt) > testWindows*l.cfg.window {
 		t.again = false
