@@ -151,7 +151,10 @@ const maxRateFactor = 2
 //     rate alone, goes back to half, and from then on cuts only for the
 //     share above it. Otherwise the limiter learns the share at half the
 //     rate as it takes the throttles for congestion: it paces on from half
-//     the rate, and tolerates that share instead of none. Whenever it
+//     the rate, and tolerates that share instead of none. So it does with
+//     a share that far above congestion's at a quarter but within the
+//     tolerance: under overload such a share would cut the rate one
+//     throttle at a time, far below what the service admits. Whenever it
 //     limits the client to the rate at which a test learned the share (half
 //     or a quarter of the rate before its cut), or less, it learns the
 //     share anew, every 40 attempts. A test that cannot decide in 8 s takes
@@ -173,7 +176,11 @@ const maxRateFactor = 2
 //     descent's first cut. A client of a fleet that the others' load
 //     throttles sees a share that does not move with its own rate either;
 //     its cuts, at the small share a fleet paces itself to, begin no
-//     descent.
+//     descent. Nor do a hot key's within the tolerance that no test
+//     learned: the cuts follow such a share s down, one throttle at a
+//     time, until the curve grows between two throttles as much as one
+//     throttle cuts, about sqrt(0.003/s^3) attempts a second (5 at 5%),
+//     whatever the service admits.
 //   - Block. When the service admits nothing (the last two windows hold
 //     10 attempts or more and every one was throttled: a service that
 //     throttles from the first attempt, an account over its quota), the

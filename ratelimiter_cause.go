@@ -76,7 +76,12 @@ const (
 // within the tolerance, where a quarter would read as congestion, or the
 // client sends too little), the limiter learns it as it takes the
 // throttles for congestion: the rate stays cut, but the pacing that follows
-// tolerates that share instead of none, and grows back through it.
+// tolerates that share instead of none, and grows back through it. So it
+// does with a share within the tolerance at a quarter of the rate that is
+// well above what congestion would leave there: a small share that does
+// not depend on the load, under congestion, would otherwise cut the rate
+// at every window while the limiter paces, one throttle at a time, far
+// below what the service admits.
 //
 // A test's verdict rests on the cut's evidence being what the service
 // admits. A service that served the client less than it could just before
@@ -175,7 +180,14 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		switch {
 		case n2 >= 2*testAttempts && t.lowWins >= 2*evidenceWindows,
 			n2 >= testAttempts && t.windows >= testWindows:
-			if t.low.share() <= l.cfg.tolerance || !t.leftOver(congested) {
+			switch {
+			case !t.leftOver(congested):
+				return t.congestion(l, now)
+			case t.low.share() <= l.cfg.tolerance:
+				// Within the tolerance, as at half the rate when no
+				// quarter can test it: learn it as the throttles are
+				// taken for congestion.
+				s.learn(t.low, 0)
 				return t.congestion(l, now)
 			}
 			return t.independent(l, now, s, t.low)

@@ -1231,28 +1231,42 @@ func TestRateLimiterCauseTest(t *testing.T) {
 		}
 	})
 	t.Run("both", func(t *testing.T) {
-		// A server that throttles every 4th attempt whatever the load,
-		// and admits at most 20 a second of the rest by a token bucket
-		// of 2: the client wants 4 times what it admits. At half the
-		// rate the share falls, to 25%, which is more than congestion
-		// from the client alone would leave (none): at a quarter it
-		// stays there, and the limiter learns it, instead of cutting for
-		// it down to its minimum rate. It then sends at about the rate
-		// that gets 20 a second admitted, 20/0.75.
-		clock := newManualClock()
-		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
-		bucket, n := tokenBucket(20, 2), 0
-		const ideal = 20 / 0.75
-		sent := sendAgainst(l, clock, 4*ideal, 60*time.Second, func(now time.Duration) bool {
-			if n++; n%4 == 0 {
-				return true
+		// A server that throttles every k-th attempt whatever the load,
+		// and admits at most so many a second of the rest by a token
+		// bucket; the client wants several times what it admits. At half
+		// the rate the share falls, but to more than congestion from the
+		// client alone would leave, so the test goes on at a quarter,
+		// where the share that does not depend on the load stays, and the
+		// limiter learns it instead of cutting for it, one throttle at a
+		// time, far below what the bucket admits (at 5%, to about 5 a
+		// second). It then sends at about the rate that gets the bucket's
+		// rate admitted. A share within the tolerance, at a quarter, is
+		// taken for congestion, but learned all the same: it is well
+		// above what congestion would leave there (none).
+		for _, c := range []struct {
+			k                   int     // every k-th attempt throttled
+			rate, burst, demand float64 // the bucket's, and the client's demand as a multiple of what it admits
+			slack               float64 // how far the share learned may be from 1/k
+		}{
+			{k: 4, rate: 20, burst: 2, demand: 4, slack: 0.1},
+			{k: 20, rate: 100, burst: 20, demand: 3, slack: 0.03},
+		} {
+			clock := newManualClock()
+			l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+			bucket, n := tokenBucket(c.rate, c.burst), 0
+			share := 1 / float64(c.k)
+			ideal := c.rate / (1 - share)
+			sent := sendAgainst(l, clock, c.demand*ideal, 60*time.Second, func(now time.Duration) bool {
+				if n++; n%c.k == 0 {
+					return true
+				}
+				return bucket(now)
+			})
+			s := l.Stats()
+			if math.Abs(s.LearnedShare-share) > c.slack || float64(sent) < 0.8*ideal*5 || float64(sent) > 1.5*ideal*5 {
+				t.Errorf("%.0f%% throttled whatever the rate, and overloaded %gx: learned %.3f, sent %d in the last 5 s (want about %.2f, %.0f to %.0f): %+v",
+					100*share, c.demand, s.LearnedShare, sent, share, 0.8*ideal*5, 1.5*ideal*5, s)
 			}
-			return bucket(now)
-		})
-		s := l.Stats()
-		if math.Abs(s.LearnedShare-0.25) > 0.1 || float64(sent) < 0.8*ideal*5 || float64(sent) > 1.5*ideal*5 {
-			t.Errorf("25%% throttled whatever the rate, and overloaded 4x: learned %.3f, sent %d in the last 5 s (want about 0.25, %.0f to %.0f): %+v",
-				s.LearnedShare, sent, 0.8*ideal*5, 1.5*ideal*5, s)
 		}
 	})
 }

@@ -64,8 +64,8 @@ func limitBase() Scenario {
 //   - share-10, share-25, share-50: one client of 50 workers, capacity
 //     ample (0.5x), and 10%, 25%, 50% of attempts throttled whatever the
 //     load;
-//   - share-25-overload: one client of 300 workers offering 3x, and 25%
-//     of attempts throttled whatever the load;
+//   - share-25-overload, share-5-overload: one client of 300 workers
+//     offering 3x, and 25% or 5% of attempts throttled whatever the load;
 //   - throttled-start: one client of 50 workers, every attempt throttled
 //     for the first 10 s, then capacity ample, on a server of 1-s windows
 //     (a token bucket would admit its first burst);
@@ -115,6 +115,9 @@ func LimitScenarios() []LimitScenario {
 	share50.Title = "1 client x 50 workers, 100 req/s, 50% throttled whatever the load"
 	shareOver.Name, shareOver.ThrottleShare, shareOver.Workers = "share-25-overload", 0.25, 300
 	shareOver.Title = "1 client x 300 workers, 100 req/s, offered 3x, and 25% throttled whatever the load"
+	shareOver5 := shareOver
+	shareOver5.Name, shareOver5.ThrottleShare = "share-5-overload", 0.05
+	shareOver5.Title = "1 client x 300 workers, 100 req/s, offered 3x, and 5% throttled whatever the load"
 	start.Name, start.Duration, start.Server = "throttled-start", 80*time.Second, Windows
 	start.Incident = Incident{Start: 0, End: 10 * time.Second}
 	start.Title = "1 client x 50 workers, every attempt throttled for 10 s, then 100 req/s (1-s windows)"
@@ -138,6 +141,7 @@ func LimitScenarios() []LimitScenario {
 		{Scenario: share25, Target: ">= 95% of standard's completions"},
 		{Scenario: share50, Target: ">= 95% of standard's completions"},
 		{Scenario: shareOver, Target: ">= 95% of standard's completions"},
+		{Scenario: shareOver5, Target: ">= 95% of standard's completions"},
 		{Scenario: start, Target: "sends near 0 within 2 s; full rate within 2 s of the heal"},
 		{Scenario: step, Target: "full rate within 5 s of the heal"},
 		{Scenario: smallShare, Target: ">= 95% of standard's completions"},

@@ -107,6 +107,11 @@ func TestLimits(t *testing.T) {
 		// 2.9-3.3%, the rate cut for the hot key's share down to the
 		// minimum).
 		{"share-25-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
+		// The same with 5% throttled. Today 14.7-98.9%: a share within
+		// the tolerance is learned only where the test reaches a quarter
+		// of the rate; elsewhere the cuts follow it down, one throttle at
+		// a time.
+		{"share-5-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.1, true},
 		// Target 6: back within 5 s. Today 0.0-5.3 s: the heal finds the
 		// rate anywhere on its cycle of cuts and growth.
 		{"step", "recovery (s)", func(s storm.LimitSummary) float64 { return s.Recovery[1] }, 7, false},
@@ -166,16 +171,23 @@ func TestFixedRateSender(t *testing.T) {
 }
 
 // TestHotKeyOverSeeds runs the hot-key scenarios of the limits table with
-// capacity to spare over seeds 1-200 and prints, with -v, how adaptive mode's completions compare
-// with standard mode's: the median, the worst run, and how many runs fall
-// below 95% (target 4) and below half (the client starved). Target 4 is
-// missed on some runs; the guards hold today's counts, so that a change
-// that starves more runs fails.
+// capacity to spare, and the 5% one under overload, over seeds 1-200 and
+// prints, with -v, how adaptive mode's completions compare with standard
+// mode's: the median, the worst run, and how many runs fall below 95%
+// (target 4) and below half (the client starved). Target 4 is missed on
+// some runs; the guards hold today's counts, so that a change that starves
+// more runs fails. The scenario under overload, with 300 workers, takes
+// minutes under the race detector and is skipped there (.ci/run runs it
+// without).
 func TestHotKeyOverSeeds(t *testing.T) {
 	guards := map[string]struct{ below95, belowHalf int }{
-		"share-10": {13, 4},
-		"share-25": {24, 1},
-		"share-50": {17, 4},
+		"share-10":         {13, 3},
+		"share-25":         {24, 1},
+		"share-50":         {17, 4},
+		"share-5-overload": {91, 51},
+	}
+	if storm.RaceDetector {
+		delete(guards, "share-5-overload")
 	}
 	seeds := make([]uint64, 200)
 	for i := range seeds {

@@ -1,0 +1,4 @@
+package storm
+
+// RaceDetector is raceDetector, for the tests of package storm_test.
+const RaceDetector = raceDetector
