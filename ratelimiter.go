@@ -176,11 +176,11 @@ const maxRateFactor = 2
 //     descent's first cut. A client of a fleet that the others' load
 //     throttles sees a share that does not move with its own rate either;
 //     its cuts, at the small share a fleet paces itself to, begin no
-//     descent. Nor do a hot key's within the tolerance that no test
-//     learned: the cuts follow such a share s down, one throttle at a
-//     time, until the curve grows between two throttles as much as one
-//     throttle cuts, about sqrt(0.003/s^3) attempts a second (5 at 5%),
-//     whatever the service admits.
+//     descent. Neither do the cuts for a hot key's share within the
+//     tolerance that no test learned: they follow such a share s down,
+//     one throttle at a time, until the curve grows between two throttles
+//     as much as one throttle cuts, to about sqrt(0.003/s^3) attempts a
+//     second (5 at 5%), whatever the service admits.
 //   - Block. When the service admits nothing (the last two windows hold
 //     10 attempts or more and every one was throttled: a service that
 //     throttles from the first attempt, an account over its quota), the
