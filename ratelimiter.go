@@ -753,11 +753,12 @@ func (l *RateLimiter) restart(now time.Time, r float64) {
 // setRate sets the fill rate and capacity the new rate calls for, within
 // their minimums; an assigned rate is kept as it is, and the ceiling of the
 // last assignment bounds the fill rate (below the minimum, too). It tells
-// the token bucket only what changed: each of its setters brings the bucket's tokens up to now, which a later call does as
-// well, so skipping one changes them by float rounding at most. The
-// published algorithm sets the fill rate at every update all the same, as
-// it is specified: that rounding, small as it is, would move its figures
-// in the storm simulation. l.mu must be held.
+// the token bucket only what changed: each of its setters brings the
+// bucket's tokens up to now, which a later call does as well, so skipping
+// one changes them by float rounding at most. The published algorithm sets
+// the fill rate at every update all the same, as it is specified: that
+// rounding, small as it is, would move its figures in the storm
+// simulation. l.mu must be held.
 func (l *RateLimiter) setRate(now time.Time, newRate float64) {
 	fillRate, capacity := max(newRate, l.cfg.minFillRate), max(newRate, float64(l.cfg.minCapacity))
 	switch {

@@ -195,8 +195,9 @@ func median(vs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// table formats the input as a markdown table, with the notes below it. The "+" columns are a row's median over that of the
-// "direct" row of the same benchmark, as a difference and as a ratio.
+// table formats the input as a markdown table, with the notes below it.
+// The "+" columns are a row's median over that of the "direct" row of the
+// same benchmark, as a difference and as a ratio.
 func (in *input) table() string {
 	rows := summarize(in.results)
 	direct := make(map[string]row)
