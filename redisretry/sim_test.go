@@ -199,11 +199,7 @@ func runSim(t testing.TB, rdb *redis.Client, shape simShape, mode simMode, seed 
 		procs[i] = p
 		switch {
 		case mode.fleet != nil:
-			// The simulation's time is virtual but its calls to Redis are
-			// real: an admission is given as long as a busy machine takes
-			// to answer it, so that the figures do not depend on the load.
-			opts := append([]Option{WithMember(fmt.Sprint(i)), WithLimiterOptions(retry.WithFailFast(true)),
-				WithAdmitTimeout(10 * time.Second)}, mode.fleet...)
+			opts := append([]Option{WithMember(fmt.Sprint(i)), WithLimiterOptions(retry.WithFailFast(true))}, mode.fleet...)
 			p.fleet = newTestFleet(t, rdb, name, clock, opts...)
 			p.limiter = p.fleet.limiter
 			fleets = append(fleets, p.fleet)
