@@ -85,6 +85,7 @@ func TestGrowthTradeoff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 40 s of simulation")
 	}
+	storm.SkipUnderRace(t)
 	var small, fair, fair10, mixed, lone storm.LimitScenario
 	for _, ls := range storm.LimitScenarios() {
 		switch ls.Name {

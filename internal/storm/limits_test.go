@@ -19,6 +19,7 @@ import (
 // are in the README with their figures; most have a guard
 // here at today's figure, so that a change that makes one worse fails.
 func TestLimits(t *testing.T) {
+	storm.SkipUnderRace(t)
 	scs := storm.LimitScenarios()
 	seeds := storm.Seeds(1)
 	sums, err := storm.CompareLimits(scs, seeds)
@@ -177,11 +178,9 @@ func TestFixedRateSender(t *testing.T) {
 // (target 4) and below half (the client starved). Target 4 is missed on
 // some runs; the guards hold today's counts, so that a change that starves
 // more runs fails. Like TestOverloadOverSeeds it is skipped under the race
-// detector, where it takes minutes (.ci/run runs it without).
+// detector, where it takes minutes (make test runs it without).
 func TestHotKeyOverSeeds(t *testing.T) {
-	if storm.RaceDetector {
-		t.Skip("a deterministic simulation, slow under the race detector; .ci/run runs it without")
-	}
+	storm.SkipUnderRace(t)
 	guards := map[string]struct{ below95, belowHalf int }{
 		"share-10":         {13, 3},
 		"share-25":         {24, 1},

@@ -146,12 +146,10 @@ func TestTargetOverloadOneClient(t *testing.T) {
 //
 // A hundred and sixty five-minute runs take a minute or two, and far
 // longer under the race detector, which finds nothing here that
-// TestTargetOverloadOneClient, the same code on seed 1, does not: .ci/run
-// runs this test without it.
+// TestTargetOverloadOneClient, the same code on seed 1, does not: make
+// test runs this test without it (SkipUnderRace).
 func TestOverloadOverSeeds(t *testing.T) {
-	if raceDetector {
-		t.Skip("a deterministic simulation, slow under the race detector; .ci/run runs it without")
-	}
+	SkipUnderRace(t)
 	guards := []struct {
 		name   string
 		bucket float64 // 0: the scenario's server; else a bucket of this many seconds of its rate

@@ -1,4 +1,0 @@
-package storm
-
-// RaceDetector is raceDetector, for the tests of package storm_test.
-const RaceDetector = raceDetector

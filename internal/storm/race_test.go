@@ -1,6 +1,0 @@
-//go:build race
-
-package storm
-
-// raceDetector reports whether the tests run under the race detector.
-const raceDetector = true
