@@ -71,7 +71,7 @@ func TestLimits(t *testing.T) {
 
 	// Target 4, throttles that do not depend on the load, 10% to 50%:
 	// at least 95% of standard mode's completions, on every seed of 1-5.
-	// Over seeds 1-200 it is missed on 6.5-11.5% of the runs, 0.5-2% of
+	// Over seeds 1-200 it is missed on 6.5-12% of the runs, 0.5-2% of
 	// them starved below half (TestHotKeyOverSeeds; the README's "A hot
 	// key starves the client on some runs").
 	for _, name := range []string{"share-10", "share-25", "share-50"} {
