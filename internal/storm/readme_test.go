@@ -63,7 +63,7 @@ func TestREADMEStormTable(t *testing.T) {
 		check("throttled", cells[2], func(r Result) string { return percent(r.ThrottledShare) })
 		check("goodput", cells[3], func(r Result) string { return percent(r.Goodput) })
 		check("failed (refused)", cells[4], func(r Result) string {
-			if r.Mode == Adaptive.String() { // the only mode that refuses
+			if r.Mode == Adaptive.String() { // the README gives its refusals alone
 				return thousands(r.Failed) + " (" + thousands(r.Refused) + ")"
 			}
 			return thousands(r.Failed)
