@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/retrykit/retry/internal/storm"
@@ -18,6 +21,8 @@ import (
 // frontier, a hot key on top of overload on two seeds, the step on one)
 // are in the README with their figures; most have a guard
 // here at today's figure, so that a change that makes one worse fails.
+// The README's headline figures for each shape are held to the table too
+// (checkREADMELimits).
 func TestLimits(t *testing.T) {
 	storm.SkipUnderRace(t)
 	scs := storm.LimitScenarios()
@@ -148,7 +153,97 @@ func TestLimits(t *testing.T) {
 	if d, a := get("small-step", demand), get("small-step", adaptive); d.Recovery[1] <= a.Recovery[1] {
 		t.Errorf("small-step: demand clock back after %v, the default %v: the price is not paid, check the scenario", d.Recovery, a.Recovery)
 	}
+
+	checkREADMELimits(t, scs, sums)
 }
+
+// checkREADMELimits holds the headline figures of the README's limits
+// table, the bold ones of its adaptive column, to the table the
+// simulation prints (WriteLimitsTable): each must stand in the printed
+// adaptive row of its scenario. The README's rows follow the scenarios'
+// order, with the three hot keys of capacity to spare in one row.
+func checkREADMELimits(t *testing.T, scs []storm.LimitScenario, sums []storm.LimitSummary) {
+	t.Helper()
+	var printed strings.Builder
+	if err := storm.WriteLimitsTable(&printed, scs, sums, len(storm.Seeds(1))); err != nil {
+		t.Fatal(err)
+	}
+	// The printed adaptive row of each scenario, its ranges written as
+	// the README writes them: 16.9%-17.4% as 16.9-17.4%, 1.2 s-1.4 s as
+	// 1.2-1.4 s, 100.0% as 100%.
+	rows := make(map[string]string)
+	scenario := ""
+	for line := range strings.Lines(printed.String()) {
+		if name, _, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, "|") {
+			scenario = name
+		}
+		if strings.HasPrefix(line, "| adaptive |") {
+			line = strings.ReplaceAll(line, "100.0%", "100%")
+			rows[scenario] = printedRange.ReplaceAllString(line, "$1-$2")
+		}
+	}
+	var groups [][]string
+	for _, sc := range scs {
+		if n := len(groups); n > 0 && (sc.Name == "share-25" || sc.Name == "share-50") {
+			groups[n-1] = append(groups[n-1], sc.Name) // one row with share-10
+			continue
+		}
+		groups = append(groups, []string{sc.Name})
+	}
+
+	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(text), "\n")
+	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| shape | target | adaptive |") })
+	if start < 0 {
+		t.Fatal("no limits table in the README")
+	}
+	var table []string
+	for _, line := range lines[start+2:] { // after the header and its rule
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		table = append(table, line)
+	}
+	if len(table) != len(groups) {
+		t.Fatalf("the README's limits table has %d rows; the scenarios make %d", len(table), len(groups))
+	}
+	for i, line := range table {
+		bold := boldText.FindAllStringSubmatch(strings.Split(line, "|")[3], -1)
+		if len(bold) != 1 {
+			t.Errorf("README limits row %d: %d runs of bold text in the adaptive column, want one", i+1, len(bold))
+			continue
+		}
+		parts := []string{strings.ReplaceAll(bold[0][1], "−", "-")}
+		if len(groups[i]) > 1 {
+			parts = strings.Split(parts[0], " / ")
+		}
+		if len(parts) != len(groups[i]) {
+			t.Errorf("README limits row %d: %d figures for %v", i+1, len(parts), groups[i])
+			continue
+		}
+		for j, name := range groups[i] {
+			for _, fig := range figure.FindAllString(parts[j], -1) {
+				if !regexp.MustCompile(`(^|[^\d.])` + regexp.QuoteMeta(fig) + `($|[^\d])`).MatchString(rows[name]) {
+					t.Errorf("README limits row %d (%s): %q is not in the printed adaptive row %q", i+1, name, fig, strings.TrimSpace(rows[name]))
+				}
+			}
+		}
+	}
+}
+
+var (
+	// printedRange matches a range as WriteLimitsTable prints it: 16.9%-
+	// or 1.2 s- before the upper end.
+	printedRange = regexp.MustCompile(`(\d+(?:\.\d+)?)(?:%| s)-(\d)`)
+	// boldText matches the README's bold text.
+	boldText = regexp.MustCompile(`\*\*(.+?)\*\*`)
+	// figure matches a figure as the README writes it: 3.9%, 16.9-17.4%,
+	// 1.2-1.4 s, 0.17-0.38, -2.0 to +1.5.
+	figure = regexp.MustCompile(`[-+]?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?: to [-+]?\d+(?:\.\d+)?)?(?:%| s)?`)
+)
 
 // The fixed-rate sender is told its share and learns nothing: at its fair
 // share of a server with ample burst it is hardly throttled, and it sends
