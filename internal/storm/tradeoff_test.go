@@ -86,3 +86,40 @@ func TestWriteTradeoffSVGBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The bound's chart is well-formed SVG with a point for every design, the
+// diagonal, and its labels escaped; it fails on what it cannot draw.
+func TestWriteBoundSVG(t *testing.T) {
+	points := []storm.BoundPoint{
+		{Label: "default", Family: "default", Allowed: 0.40, Fairness: [2]float64{0.17, 0.38}},
+		{Label: "cuts on <20>", Family: "evidence", Allowed: 0.80, Fairness: [2]float64{0.64, 0.81}},
+		{Label: "told", Family: "told & fixed", Allowed: 1, Fairness: [2]float64{0.98, 0.99}},
+	}
+	var b strings.Builder
+	if err := storm.WriteBoundSVG(&b, points, "seeds 1-5"); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	wellFormed(t, svg)
+	if n := strings.Count(svg, "<circle"); n != len(points) {
+		t.Errorf("%d points drawn, want %d", n, len(points))
+	}
+	for _, want := range []string{"cuts on &lt;20&gt;", "told &amp; fixed", `stroke-dasharray="4 3"`, ">target<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	for name, p := range map[string]storm.BoundPoint{
+		"allowed above 1": {Label: "x", Allowed: 1.1, Fairness: [2]float64{0.5, 0.6}},
+		"allowed NaN":     {Label: "x", Allowed: math.NaN(), Fairness: [2]float64{0.5, 0.6}},
+		"min above max":   {Label: "x", Allowed: 0.5, Fairness: [2]float64{0.6, 0.5}},
+	} {
+		b.Reset()
+		if err := storm.WriteBoundSVG(&b, append(points[:1:1], p), ""); err == nil || b.Len() != 0 {
+			t.Errorf("%s: error %v, %d bytes written", name, err, b.Len())
+		}
+	}
+	if err := storm.WriteBoundSVG(&b, nil, ""); err == nil {
+		t.Error("no points: no error")
+	}
+}
