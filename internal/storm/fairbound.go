@@ -102,16 +102,17 @@ func spreadAllowed(n int, f float64) (float64, error) {
 // of a rate law that ignores the client's demand (its rate follows the
 // share alone, as the default's and the published algorithm's do) and
 // keeps every fleet of n equal clients at least fairness f over a run of
-// the given length whatever their share of the capacity, from lo to hi
+// run seconds whatever their share of the capacity, from lo to hi
 // successes a second each.
 //
-// With x a client's rate, p the share and s = -ln f / R(n), FairnessAllowed
-// asks e (1-p)/sqrt(pxT) <= s at every x, e = |d ln x / d ln p|: so
+// With x a client's rate, p the share, T the run and s = -ln f / R(n),
+// FairnessAllowed asks e (1-p)/sqrt(pxT) <= s at every x (K = pxT/(1-p)
+// throttles, e = |d ln x / d ln p|): so
 // |dx| / x^(3/2) <= s sqrt(T) |dp| / (sqrt(p) (1-p)), and from lo to hi
 // (the share falls as the rate rises) 1/sqrt(lo) - 1/sqrt(hi) <= s sqrt(T)
 // (artanh sqrt(p(lo)) - artanh sqrt(p(hi))). The floor takes p(hi) = 0,
-// the most the law could have. It fails on bad input.
-func ShareFloorAcrossRates(n int, f float64, run float64, lo, hi float64) (float64, error) {
+// which leaves p(lo) the least. It fails on bad input.
+func ShareFloorAcrossRates(n int, f, run, lo, hi float64) (float64, error) {
 	s, err := spreadAllowed(n, f)
 	if err != nil {
 		return 0, err
@@ -126,16 +127,16 @@ func ShareFloorAcrossRates(n int, f float64, run float64, lo, hi float64) (float
 // ShareFloorAcrossOverloads is the least throttled share at overload hi of
 // a rate law that scales with the client's demand (its rate a fraction of
 // its demand that follows the share, as WithDemandClock's does), that keeps
-// every fleet of n equal clients at least fairness f over a run of the
-// given length at each overload from lo to hi (demand over what the
-// service admits), its clients each served rate successes a second, given
-// the share pLo it sees at overload lo.
+// every fleet of n equal clients at least fairness f over a run of run
+// seconds at each overload from lo to hi (demand over what the service
+// admits), its clients each served rate successes a second, given the
+// share pLo it sees at overload lo.
 //
 // The same steps as ShareFloorAcrossRates, with the rate fixed and the
 // fraction of demand sent falling from 1/lo to 1/hi: ln(hi/lo) <= 2 s
 // sqrt(rate T) (artanh sqrt(p(hi)) - artanh sqrt(p(lo))). It fails on bad
 // input.
-func ShareFloorAcrossOverloads(n int, f float64, run, rate, lo, hi, pLo float64) (float64, error) {
+func ShareFloorAcrossOverloads(n int, f, run, rate, lo, hi, pLo float64) (float64, error) {
 	s, err := spreadAllowed(n, f)
 	if err != nil {
 		return 0, err
