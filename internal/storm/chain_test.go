@@ -22,6 +22,7 @@ func TestChainTargets(t *testing.T) {
 	if testing.Verbose() {
 		_ = storm.WriteChainTable(os.Stdout, sums, len(seeds))
 	}
+	checkREADMEChain(t, sums)
 	get := func(scenario, config string) storm.ChainSummary {
 		for _, s := range sums {
 			if s.Scenario == scenario && s.Config == config {

@@ -28,6 +28,7 @@ func TestMetastableTargets(t *testing.T) {
 	if testing.Verbose() {
 		_ = storm.WriteMetastableTable(os.Stdout, sums, len(seeds))
 	}
+	checkREADMEMetastable(t, sums)
 	for _, s := range sums {
 		worst := time.Duration(0)
 		for _, d := range s.Recovered {
