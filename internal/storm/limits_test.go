@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -191,11 +190,7 @@ func checkREADMELimits(t *testing.T, scs []storm.LimitScenario, sums []storm.Lim
 		groups = append(groups, []string{sc.Name})
 	}
 
-	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(text), "\n")
+	lines := strings.Split(readme(t), "\n")
 	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| shape | target | adaptive |") })
 	if start < 0 {
 		t.Fatal("no limits table in the README")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,17 +14,23 @@ import (
 	"github.com/retrykit/retry/internal/storm"
 )
 
+// readme returns the README's text, failing t if it cannot read it.
+func readme(t *testing.T) string {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(text)
+}
+
 // readmeTable returns the rows of the README's table whose header row
 // begins with header, after the header and its rule: each row's cells,
 // trimmed, without bold marks, a row's empty first cell taking the row
 // above's. It fails t if there is no such table.
 func readmeTable(t *testing.T, header string) [][]string {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(text), "\n")
+	lines := strings.Split(readme(t), "\n")
 	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), header) })
 	if start < 0 {
 		t.Fatalf("no table in the README begins %q", header)
@@ -194,6 +201,147 @@ func TestREADMETailTable(t *testing.T) {
 			rangeCell(100*s.ExtraMin, 100*s.ExtraMax, "%.2f", "%"), rangeCell(s.GoodputMin, s.GoodputMax, "%.0f", "")} {
 			if row[2+j] != want {
 				t.Errorf("README tail row %s / %s, column %d: %q; the simulation gives %q", row[0], row[1], 3+j, row[2+j], want)
+			}
+		}
+	}
+}
+
+// TestREADMEStormTable checks the README's table of the storm demo on
+// seed 1 (under "Where adaptive mode loses" in "Retry storms") against
+// what the simulation gives: for each of its rows, the throttled share,
+// goodput, failures and refusals, latencies and recovery of standard,
+// adaptive and published modes. The README's figures are what users
+// quote; a change that moves one fails here until the README says what
+// the demo prints.
+func TestREADMEStormTable(t *testing.T) {
+	storm.SkipUnderRace(t)
+	text := readme(t)
+	scenarios := storm.Scenarios()
+	modes := []storm.Mode{storm.Standard, storm.Adaptive, storm.AdaptivePublished}
+	results, err := storm.RunAll(scenarios, modes, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each scenario by its label, "(b)", "(b')", as its title begins.
+	byLabel := make(map[string][]storm.Result)
+	for i, sc := range scenarios {
+		label, _, _ := strings.Cut(sc.Title, " ")
+		byLabel[label] = results[i*len(modes) : (i+1)*len(modes)]
+	}
+	rows := 0
+	for line := range strings.Lines(text) {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		for i, c := range cells {
+			cells[i] = strings.TrimSpace(strings.ReplaceAll(c, "**", ""))
+		}
+		if len(cells) != 7 || cells[1] != "standard / adaptive / published" {
+			continue
+		}
+		label, _, _ := strings.Cut(strings.ReplaceAll(cells[0], "′", "'"), " ")
+		rs, ok := byLabel[label]
+		if !ok {
+			t.Errorf("README row %q: no scenario has that label", cells[0])
+			continue
+		}
+		rows++
+		check := func(column, cell string, format func(storm.Result) string) {
+			t.Helper()
+			parts := make([]string, len(rs))
+			for i, r := range rs {
+				parts[i] = format(r)
+			}
+			if got := strings.Join(parts, " / "); cell != got {
+				t.Errorf("README row %s, %s: %q; the simulation gives %q", label, column, cell, got)
+			}
+		}
+		check("throttled", cells[2], func(r storm.Result) string { return percent(r.ThrottledShare) })
+		check("goodput", cells[3], func(r storm.Result) string { return percent(r.Goodput) })
+		check("failed (refused)", cells[4], func(r storm.Result) string {
+			if r.Mode == storm.Adaptive.String() { // the README gives its refusals alone
+				return thousands(r.Failed) + " (" + thousands(r.Refused) + ")"
+			}
+			return thousands(r.Failed)
+		})
+		latencies := make([]string, len(rs))
+		for i, r := range rs {
+			latencies[i] = strings.TrimSuffix(readmeSeconds(r.LatencyP50), "s") + "/" + strings.TrimSuffix(readmeSeconds(r.LatencyP99), "s") + " s"
+		}
+		got := strings.Join(latencies, " · ")
+		if latencies[0] == latencies[1] && latencies[1] == latencies[2] {
+			got = "all " + latencies[0]
+		}
+		if cells[5] != got {
+			t.Errorf("README row %s, p50 / p99: %q; the simulation gives %q", label, cells[5], got)
+		}
+		if cells[6] == "–" {
+			if rs[0].Recovery >= 0 {
+				t.Errorf("README row %s gives no recovery; the scenario has one", label)
+			}
+			continue
+		}
+		check("recovery", cells[6], func(r storm.Result) string {
+			if r.Recovery < 0 {
+				return "never"
+			}
+			return fmt.Sprintf("%.1f s", r.Recovery.Seconds())
+		})
+	}
+	if want := len(scenarios) - 1; rows != want { // all but the outage
+		t.Errorf("README has %d rows of the storm table; want %d", rows, want)
+	}
+}
+
+// percent formats a share as the README's tables do: one decimal, and
+// 100% without one.
+func percent(x float64) string {
+	s := fmt.Sprintf("%.1f%%", 100*x)
+	if s == "100.0%" {
+		return "100%"
+	}
+	return s
+}
+
+// readmeSeconds formats a latency as the storm demo prints it: two
+// decimals below a second, one above.
+func readmeSeconds(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// thousands formats n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// TestREADMEJitterTable holds the README's table of the jitter kinds
+// (seed 1) to what the simulation gives: completion times, attempts and
+// peaks.
+func TestREADMEJitterTable(t *testing.T) {
+	results, err := storm.CompareJitter(storm.DefaultJitterScenario(), storm.JitterKinds, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := readmeTable(t, "| jitter | p50 / p99 / max time to success |")
+	if len(rows) != len(results) {
+		t.Fatalf("README jitter table: %d rows, want one for each of %d kinds", len(rows), len(results))
+	}
+	secs := func(d time.Duration) string { return fmt.Sprintf("%.3g s", d.Seconds()) }
+	for i, r := range results {
+		row := rows[i]
+		if name, _, _ := strings.Cut(row[0], " ("); name != r.Kind.String() || len(row) != 4 {
+			t.Errorf("README jitter row %d %q: want %s's, 4 cells", i+1, row, r.Kind)
+			continue
+		}
+		for j, want := range []string{secs(r.P50) + " / " + secs(r.P99) + " / " + secs(r.Max), thousands(r.Attempts),
+			fmt.Sprintf("%d / %d", r.PeakLoad, r.PeakAfterHeal)} {
+			if row[1+j] != want {
+				t.Errorf("README jitter row %s, column %d: %q; the simulation gives %q", row[0], 2+j, row[1+j], want)
 			}
 		}
 	}
