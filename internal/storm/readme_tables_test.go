@@ -346,3 +346,79 @@ func TestREADMEJitterTable(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMESendWaitTable holds the README's table of adaptive mode's
+// bound on the wait for a send slot (seed 1, `go run ./examples/storm
+// -max-send-wait 1s` and so on) to what the simulation gives: scenarios
+// (b), (d), (e) and (c) with each bound.
+func TestREADMESendWaitTable(t *testing.T) {
+	storm.SkipUnderRace(t)
+	byLabel := map[string]storm.Scenario{}
+	for _, sc := range storm.Scenarios() {
+		label, _, _ := strings.Cut(sc.Title, " ")
+		byLabel[label] = sc
+	}
+	rows := readmeTable(t, "| bound | (b) goodput / p99 / failed |")
+	if len(rows) == 0 {
+		t.Fatal("the README's send-wait table has no rows")
+	}
+	for _, row := range rows {
+		bound := time.Duration(-1) // none
+		if row[0] != "none" {
+			d, err := time.ParseDuration(strings.ReplaceAll(row[0], " ", ""))
+			if err != nil {
+				t.Errorf("README send-wait row %q: %v", row, err)
+				continue
+			}
+			bound = d
+		}
+		run := func(label string) storm.Result {
+			sc, ok := byLabel[label]
+			if !ok {
+				t.Fatalf("no scenario %s", label)
+			}
+			sc.MaxSendWait = bound
+			r, err := storm.Run(sc, storm.Adaptive, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		p99 := func(r storm.Result) string { return strings.TrimSuffix(readmeSeconds(r.LatencyP99), "s") + " s" }
+		b, d, e, c := run("(b)"), run("(d)"), run("(e)"), run("(c)")
+		for i, want := range []string{percent(b.Goodput) + " / " + p99(b) + " / " + thousands(b.Failed),
+			percent(d.Goodput) + " / " + p99(d), percent(e.Goodput) + " / " + p99(e), thousands(c.Failed)} {
+			if i+1 >= len(row) || row[i+1] != want {
+				t.Errorf("README send-wait row %q, column %d: the simulation gives %q", row, i+2, want)
+			}
+		}
+	}
+}
+
+// checkREADMEHotKey holds the README's table of the hot key over seeds
+// (TestHotKeyOverSeeds) to what the test measured: for the rows of 10%,
+// 25% and 50% throttled whatever the load, the median and worst runs'
+// completions as a share of standard's and the runs below 95% and below
+// half (the figures before "(was ...)"). The row on top of overload is
+// not in the test.
+func checkREADMEHotKey(t *testing.T, median, worst map[string]float64, below95, belowHalf map[string]int) {
+	t.Helper()
+	checked := 0
+	for _, row := range readmeTable(t, "| throttled whatever the load | median run |") {
+		name := "share-" + strings.TrimSuffix(row[0], "%")
+		if _, ok := median[name]; !ok {
+			continue
+		}
+		checked++
+		first := func(cell string) string { s, _, _ := strings.Cut(cell, " ("); return s }
+		for i, want := range []string{fmt.Sprintf("%.1f%%", 100*median[name]), fmt.Sprintf("%.1f%%", 100*worst[name]),
+			strconv.Itoa(below95[name]), strconv.Itoa(belowHalf[name])} {
+			if i+1 >= len(row) || first(row[i+1]) != want {
+				t.Errorf("README hot-key row %q, column %d: the test gives %q", row, i+2, want)
+			}
+		}
+	}
+	if checked != 3 {
+		t.Errorf("README hot-key table: %d rows of 10%%, 25%% and 50%%, want 3", checked)
+	}
+}
