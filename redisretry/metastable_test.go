@@ -183,13 +183,18 @@ func TestMetastableTrigger(t *testing.T) {
 	}
 	srv := startRedis(t)
 	rdb := srv.client(t)
+	type cell struct {
+		back    string // when it was back: "3-5 s", or never
+		retries span   // retries / attempts
+	}
+	cells := map[string]cell{} // by processes and mode
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nBrooker's trigger: open-loop arrivals 40/s, 80/s from 10 s to 18 s; service 1 s + 10 ms x concurrency; timeout 3 s, 3 tries; seeds 1-3\n")
 	fmt.Fprintf(&b, "%-10s  %-28s  %-22s  %s\n", "processes", "mode", "back after the spike", "retries / attempts")
 	for _, procs := range []int{10, 100, 1000} {
 		for _, mode := range []msMode{msNone, msNaive, msStandard, msFleet} {
 			var back []string
-			ratio := newSpan()
+			ratio, took := newSpan(), seconds{span: newSpan()}
 			for _, seed := range []uint64{1, 2, 3} {
 				r := runMetastable(t, rdb, procs, mode, seed)
 				if r.recovered < 0 {
@@ -197,6 +202,7 @@ func TestMetastableTrigger(t *testing.T) {
 				} else {
 					back = append(back, fmt.Sprint(r.recovered))
 				}
+				took.add(r.recovered.Seconds())
 				ratio.add(float64(r.retries) / float64(r.attempts))
 				switch {
 				case mode == msFleet && (r.recovered < 0 || r.recovered > 10*time.Second):
@@ -206,7 +212,39 @@ func TestMetastableTrigger(t *testing.T) {
 				}
 			}
 			fmt.Fprintf(&b, "%-10d  %-28s  %-22s  %s\n", procs, mode, strings.Join(back, ", "), ratio.pct())
+			cells[fmt.Sprint(procs)+" / "+string(mode)] = cell{took.String(), ratio}
 		}
 	}
 	t.Log(b.String())
+
+	// The README's table: when each mode was back, and in brackets (where
+	// it gives them) the share of attempts that were retries, in whole
+	// percent but the fleet's.
+	checkREADMETable(t, "| processes | no retries | naive retries |", func(row map[string]string) (map[string]string, bool) {
+		want := map[string]string{}
+		procs := strings.ReplaceAll(row["processes"], ",", "")
+		for column, readme := range row {
+			for _, mode := range []msMode{msNone, msNaive, msStandard, msFleet} {
+				c, ok := cells[procs+" / "+string(mode)]
+				if !ok || !strings.HasPrefix(column, string(mode)) {
+					continue
+				}
+				want[column] = c.back
+				if _, paren, ok := strings.Cut(readme, " ("); ok {
+					format := "%.0f"
+					if mode == msFleet {
+						format = "%.1f"
+					}
+					lo, hi := fmt.Sprintf(format, 100*c.retries.lo), fmt.Sprintf(format, 100*c.retries.hi)
+					share := lo + "-" + hi
+					if lo == hi {
+						share = lo
+					}
+					_, rest, _ := strings.Cut(paren, "%") // the README's words after the share
+					want[column] += " (" + share + "%" + rest
+				}
+			}
+		}
+		return want, len(want) == 4
+	})
 }

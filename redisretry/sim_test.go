@@ -568,7 +568,7 @@ func TestRoute53Targets(t *testing.T) {
 	// moves with any change of timing: the checks allow for it (over seeds
 	// 1-15, configured 0.89-0.96, learned 0.78-0.90; TestRoute53Long holds
 	// 0.9 over ten minutes).
-	route53Table(t, 130*time.Second, func(burst float64, mode string) (limits, bool) {
+	route53Table(t, 130*time.Second, "| service burst | mode | throttled | limit used | fairness | refused |", func(burst float64, mode string) (limits, bool) {
 		switch {
 		case mode == "fleet, configured, exact":
 			return limits{throttled: 0.01, used: 0.85, fairness: 0.88}, true
@@ -597,7 +597,7 @@ func TestRoute53Long(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
 	}
-	route53Table(t, 610*time.Second, func(burst float64, mode string) (limits, bool) {
+	route53Table(t, 610*time.Second, "| service burst | mode | throttled | limit used | fairness | calls an admitted attempt |", func(burst float64, mode string) (limits, bool) {
 		switch mode {
 		case "fleet, configured, exact":
 			return limits{throttled: 0.01, used: 0.85, fairness: 0.9}, true
@@ -616,12 +616,15 @@ type limits struct{ throttled, used, fairness float64 }
 // measured) against a service holding 1 s of burst and one holding 1
 // token, in each of route53Modes over five seeds (REDISRETRY_SEEDS names
 // others), logs the table and fails a run that misses the limits check
-// gives for its burst and mode (none: not checked).
-func route53Table(t *testing.T, d time.Duration, check func(burst float64, mode string) (limits, bool)) {
+// gives for its burst and mode (none: not checked). On the default seeds
+// it holds the README's table whose header begins with readme to what it
+// printed.
+func route53Table(t *testing.T, d time.Duration, readme string, check func(burst float64, mode string) (limits, bool)) {
 	t.Helper()
 	srv := startRedis(t)
 	rdb := srv.client(t)
 	var b strings.Builder
+	printed := map[string]map[string]string{} // by burst and mode, then column
 	seeds, named := seedRange(t)
 	fmt.Fprintf(&b, "\n20 processes wanting 1 req/s each, one 5 req/s limit, latency 20-50 ms each way, %v after 10 s of warm-up, seeds %s (min-max)\n", d-10*time.Second, named)
 	fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %-14s  %s\n", "burst", "mode", "throttled", "limit used", "fairness", "refused", "Redis calls/s", "calls/admitted")
@@ -653,10 +656,77 @@ func route53Table(t *testing.T, d time.Duration, check func(burst float64, mode 
 			if !math.IsNaN(perAdmitted.lo) {
 				pa = perAdmitted.num()
 			}
-			fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %-14s  %s\n", burstName, mode.name, th.pct(), used.pct(), fair.num(), refused.pct(), calls.num(), pa)
+			perSecond := calls.num()
+			if calls.lo == 0 && calls.hi == 0 {
+				perSecond = "0" // no Redis at all
+			}
+			fmt.Fprintf(&b, "%-8s  %-26s  %-12s  %-12s  %-12s  %-10s  %-14s  %s\n", burstName, mode.name, th.pct(), used.pct(), fair.num(), refused.pct(), perSecond, pa)
+			printed[burstName+" / "+mode.name] = map[string]string{"throttled": th.pct(), "limit used": used.pct(), "fairness": fair.num(),
+				"refused": refused.pct(), "Redis calls/s": perSecond, "calls an admitted attempt": pa}
 		}
 	}
 	t.Log(b.String())
+	if named == "1-5" {
+		checkREADMETable(t, readme, func(row map[string]string) (map[string]string, bool) {
+			mode, _, _ := strings.Cut(row["mode"], " (") // the README says what some modes are
+			got, ok := printed[row["service burst"]+" / "+mode]
+			return got, ok
+		})
+	}
+}
+
+// checkREADMETable holds the table of the module's README whose header
+// row begins with header to what a test printed: want gives, for a row
+// (its cells by column, bold marks dropped), the printed cells by column,
+// or false if the test printed no such row (nil and true: a row the test
+// does not hold, such as history). Every column want gives must match the
+// README's.
+func checkREADMETable(t *testing.T, header string, want func(row map[string]string) (map[string]string, bool)) {
+	t.Helper()
+	text, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(text), "\n")
+	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), header) })
+	if start < 0 {
+		t.Fatalf("no table in the README begins %q", header)
+	}
+	split := func(line string) []string {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		for i, c := range cells {
+			cells[i] = strings.TrimSpace(strings.ReplaceAll(c, "**", ""))
+		}
+		return cells
+	}
+	columns := split(lines[start])
+	rows := 0
+	for _, line := range lines[start+2:] {
+		if !strings.HasPrefix(strings.TrimSpace(line), "|") {
+			break
+		}
+		cells := split(line)
+		row := map[string]string{}
+		for i, c := range cells {
+			if i < len(columns) {
+				row[columns[i]] = c
+			}
+		}
+		got, ok := want(row)
+		if !ok {
+			t.Errorf("README row %q: the test printed no such row", cells)
+			continue
+		}
+		rows++
+		for _, column := range columns {
+			if g, ok := got[column]; ok && g != row[column] {
+				t.Errorf("README row %q, %s: %q; the test printed %q", cells, column, row[column], g)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Errorf("the README's table %q has no rows", header)
+	}
 }
 
 // TestSkewedShares: 200 processes, 10 heavy (20 requests a second each)
@@ -1090,6 +1160,7 @@ func TestLearnedFollowsTheService(t *testing.T) {
 		curves = append(curves, curve{"0.9, 1e-5", 0.9, 1e-5}, curve{"1, 1e-4", 1, 1e-4}, curve{"1, 3e-5", 1, 3e-5},
 			curve{"1, 1e-5", 1, 1e-5}, curve{"1, 3e-6", 1, 3e-6})
 	}
+	follows := map[string]map[string]string{} // by curve and burst, then the README's column
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nRoute 53 fleet, learned, exact admission, seeds 1-5 (min-max): steady 5/s (throttled, limit used); 5 → 10/s at 40 s (seconds until 7/s get through, throttled after 40 s); 5 → 2.5/s at 40 s, back to 5 at 80 s (throttled 40-80 s, seconds until 3.5/s get through again)\n")
 	fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %-12s  %-22s  %-12s  %-14s  %s\n", "start, growth", "burst", "throttled", "used", "raised: 7/s", "raised: thr.", "halved: thr.", "restored: 3.5/s")
@@ -1137,6 +1208,9 @@ func TestLearnedFollowsTheService(t *testing.T) {
 				burstName = "1 token"
 			}
 			fmt.Fprintf(&b, "%-12s  %-8s  %-12s  %-12s  %-22s  %-12s  %-14s  %s\n", c.name, burstName, th.pct(), used.pct(), raised, upThr.pct(), halved.pct(), restored)
+			follows[c.name+" / "+burstName] = map[string]string{"steady: throttled": th.pct(), "limit used": used.pct(),
+				"raised: 7/s after": raised.String(), "throttled after the raise": upThr.pct(), "throttled while halved": halved.pct(),
+				"restored: 3.5/s after": restored.String()}
 		}
 	}
 	if os.Getenv("REDISRETRY_CURVE") != "" {
@@ -1161,24 +1235,55 @@ func TestLearnedFollowsTheService(t *testing.T) {
 	// most that gets through is the share not throttled.
 	fmt.Fprintf(&b, "\nthe same fleet against a service of 100/s holding 1 s that throttles a share of attempts at random, whatever the load: the fleet's demand served (at most 1 - the share)\n")
 	fmt.Fprintf(&b, "%-12s  %-12s  %-12s  %-12s  %s\n", "start, growth", "5%", "10%", "25%", "50%")
+	var served map[string]string // the default's, by the README's column
 	for _, c := range curves {
 		mode := simMode{name: "learned " + c.name, fleet: []Option{withLearning(c.start, c.growth)}}
 		var cols []string
 		for _, noise := range []float64{0.05, 0.1, 0.25, 0.5} {
-			served := newSpan()
+			got := newSpan()
 			for _, seed := range simSeeds {
 				shape := route53(100)
 				shape.name += fmt.Sprintf("-noise-%g-%s", noise, c.name)
 				shape.rate, shape.noise = 100, noise
 				r := runSim(t, rdb, shape, mode, seed)
-				served.add(r.used * shape.rate / 20)
+				got.add(r.used * shape.rate / 20)
 			}
-			if c.name == "default" && served.lo < 0.7*(1-noise) {
-				t.Errorf("%g%% throttled whatever the load: %s of the demand served, want at least 70%% of the %g%% not throttled", 100*noise, served.pct(), 100*(1-noise))
+			if c.name == "default" && got.lo < 0.7*(1-noise) {
+				t.Errorf("%g%% throttled whatever the load: %s of the demand served, want at least 70%% of the %g%% not throttled", 100*noise, got.pct(), 100*(1-noise))
 			}
-			cols = append(cols, served.pct())
+			cols = append(cols, got.pct())
 		}
 		fmt.Fprintf(&b, "%-12s  %-12s  %-12s  %-12s  %s\n", c.name, cols[0], cols[1], cols[2], cols[3])
+		if c.name == "default" {
+			served = map[string]string{"5%": cols[0], "10%": cols[1], "25%": cols[2], "50%": cols[3]}
+		}
 	}
 	t.Log(b.String())
+
+	// The README's three tables of this test: the default's figures, the
+	// curves' (each curve's only with REDISRETRY_CURVE), and the demand
+	// served under throttles at random (its row from before the test of
+	// the cause is history).
+	def := func(burst string) map[string]string { return follows["default / "+burst] }
+	checkREADMETable(t, "| service | 7/s of the raised 10/s get through after |", func(row map[string]string) (map[string]string, bool) {
+		got := def(strings.TrimPrefix(row["service"], "holding "))
+		return map[string]string{"7/s of the raised 10/s get through after": got["raised: 7/s after"], "throttled after the raise": got["throttled after the raise"],
+			"throttled while halved (40-80 s)": got["throttled while halved"], "3.5/s of the restored 5/s after": got["restored: 3.5/s after"]}, got != nil
+	})
+	checkREADMETable(t, "| start, growth | service | steady: throttled |", func(row map[string]string) (map[string]string, bool) {
+		name := row["start, growth"]
+		if name == "0.9, 1e-4 (default)" {
+			name = "default"
+		} else if os.Getenv("REDISRETRY_CURVE") == "" {
+			return nil, true // not run
+		}
+		got := follows[name+" / "+row["service"]]
+		return got, got != nil
+	})
+	checkREADMETable(t, "| throttled at random | 5% |", func(row map[string]string) (map[string]string, bool) {
+		if row["throttled at random"] != "the fleet's demand served" {
+			return nil, true // history
+		}
+		return served, true
+	})
 }
