@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -227,20 +228,14 @@ func TestGrowthTradeoff(t *testing.T) {
 	}
 	t.Logf("the default's growth W*(1 + 0.003*t^3), four families around it, the published algorithm, and a sender told its share; seeds 1-5 (min-max)\n%s", b.String())
 	checkTable(t, "README.md", "| growth | 100 small clients, 3×: throttled |", rows)
-	if *tradeoffSVG != "" {
+	writeSVG(t, *tradeoffSVG, func(w io.Writer) error {
 		points := make([]storm.TradeoffPoint, len(curve))
 		for i, p := range curve {
 			points[i] = storm.TradeoffPoint{Label: p.name, Family: families[p.family], SmallThrottled: p.smallThrottled, Fairness: p.fairness}
 		}
-		var svg bytes.Buffer
 		note := fmt.Sprintf("seeds 1-%d; 100 req/s, a token bucket holding 0.2 s, 20-50 ms each way; go test -run TestGrowthTradeoff . -args -tradeoff-svg FILE", len(seeds))
-		if err := storm.WriteTradeoffSVG(&svg, points, note); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(*tradeoffSVG, svg.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return storm.WriteTradeoffSVG(w, points, note)
+	})
 
 	// What the throttles allow: each design's fairness between the ten
 	// equal clients at 3x beside the Cramér-Rao bound's (see
@@ -296,20 +291,14 @@ func TestGrowthTradeoff(t *testing.T) {
 			}
 		}
 	}
-	if *boundSVG != "" {
+	writeSVG(t, *boundSVG, func(w io.Writer) error {
 		points := make([]storm.BoundPoint, len(curve))
 		for i, p := range curve {
 			points[i] = storm.BoundPoint{Label: p.name, Family: families[p.family], Allowed: p.allowed, Fairness: p.fairness}
 		}
-		var svg bytes.Buffer
 		note := fmt.Sprintf("seeds 1-%d; 10 clients x 30 workers, 100 req/s, a token bucket holding 0.2 s; go test -run TestGrowthTradeoff . -args -bound-svg FILE", len(seeds))
-		if err := storm.WriteBoundSVG(&svg, points, note); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(*boundSVG, svg.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return storm.WriteBoundSVG(w, points, note)
+	})
 	// No design is fairer than its throttles allow: the bound is on the
 	// expected fairness, so the median seed may pass it by a little.
 	for _, p := range curve {
@@ -361,6 +350,22 @@ var (
 	tradeoffSVG = flag.String("tradeoff-svg", "", "where TestGrowthTradeoff writes its trade-off chart (empty: no chart)")
 	boundSVG    = flag.String("bound-svg", "", "where TestGrowthTradeoff writes its chart of fairness against the bound (empty: no chart)")
 )
+
+// writeSVG writes the chart write draws to the file at path; nothing if
+// path is empty.
+func writeSVG(t *testing.T, path string, write func(io.Writer) error) {
+	t.Helper()
+	if path == "" {
+		return
+	}
+	var svg bytes.Buffer
+	if err := write(&svg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, svg.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func widen(mm *[2]float64, v float64) { mm[0], mm[1] = min(mm[0], v), max(mm[1], v) }
 

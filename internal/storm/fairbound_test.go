@@ -85,10 +85,13 @@ func TestShareFloors(t *testing.T) {
 		}
 		return p
 	}
-	for _, x := range []float64{1, 2, 5} {
+	// The elasticity of a law p(v): |d ln v / d ln p|.
+	elasticity := func(p func(float64) float64, v float64) float64 {
 		const h = 1e-4
-		e := 2 * h / math.Abs(math.Log(share(x*(1+h))/share(x*(1-h))))
-		check("across rates", x, e, share(x))
+		return 2 * h / math.Abs(math.Log(p(v*(1+h))/p(v*(1-h))))
+	}
+	for _, x := range []float64{1, 2, 5} {
+		check("across rates", x, elasticity(share, x), share(x))
 	}
 	const rate, pLo = 10.0, 0.05
 	at := func(o float64) float64 { // p at overload o of the law at the floor from 3x
@@ -99,9 +102,7 @@ func TestShareFloors(t *testing.T) {
 		return p
 	}
 	for _, o := range []float64{4, 6, 10} {
-		const h = 1e-4
-		e := 2 * h / math.Abs(math.Log(at(o*(1+h))/at(o*(1-h))))
-		check("across overloads", rate, e, at(o))
+		check("across overloads", rate, elasticity(at, o), at(o))
 	}
 	// Both floors rise with the fairness asked and fall with the run.
 	p1, _ := storm.ShareFloorAcrossRates(n, 0.7, run, lo, hi)
