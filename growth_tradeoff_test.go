@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/internal/mdtable"
 	"github.com/retrykit/retry/internal/storm"
 )
 
@@ -397,40 +398,25 @@ func secondsRange(mm [2]float64) string {
 // each's cells after the design's name, bold or not.
 func checkTable(t *testing.T, file, header string, rows [][]string) {
 	t.Helper()
-	readme, err := os.ReadFile(file)
+	text, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var table []string
-scan:
-	for _, line := range strings.Split(string(readme), "\n") {
-		line = strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(line, header):
-			table = []string{}
-		case table != nil && strings.HasPrefix(line, "|"):
-			if !strings.HasPrefix(line, "|---") {
-				table = append(table, line)
-			}
-		case table != nil:
-			break scan
-		}
+	table, err := mdtable.Find(string(text), header)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
-	if table == nil {
-		t.Fatalf("%s: no table begins %q", file, header)
+	if len(table.Rows) != len(rows) {
+		t.Fatalf("%s: the table %q has %d rows, the test prints %d", file, header, len(table.Rows), len(rows))
 	}
-	if len(table) != len(rows) {
-		t.Fatalf("%s: the table %q has %d rows, the test prints %d", file, header, len(table), len(rows))
-	}
-	for i, line := range table {
-		cells := strings.Split(strings.Trim(line, "| "), " | ")
+	for i, cells := range table.Rows {
 		name, cells := cells[0], cells[1:]
 		if len(cells) != len(rows[i]) {
 			t.Errorf("%s: row %q has %d cells after its name, want %d", file, name, len(cells), len(rows[i]))
 			continue
 		}
 		for j, cell := range cells {
-			if cell = strings.ReplaceAll(cell, "**", ""); cell != rows[i][j] {
+			if cell != rows[i][j] {
 				t.Errorf("%s: row %q, column %d: %q, the simulation gives %q", file, name, j+2, cell, rows[i][j])
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrykit/retry/internal/mdtable"
 	"github.com/retrykit/retry/internal/storm"
 )
 
@@ -25,32 +26,14 @@ func readme(t *testing.T) string {
 }
 
 // readmeTable returns the rows of the README's table whose header row
-// begins with header, after the header and its rule: each row's cells,
-// trimmed, without bold marks, a row's empty first cell taking the row
-// above's. It fails t if there is no such table.
+// begins with header (see mdtable.Find), failing t if there is none.
 func readmeTable(t *testing.T, header string) [][]string {
 	t.Helper()
-	lines := strings.Split(readme(t), "\n")
-	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), header) })
-	if start < 0 {
-		t.Fatalf("no table in the README begins %q", header)
+	table, err := mdtable.Find(readme(t), header)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var rows [][]string
-	for _, line := range lines[start+2:] {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "|") {
-			break
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for i, c := range cells {
-			cells[i] = strings.TrimSpace(strings.ReplaceAll(c, "**", ""))
-		}
-		if cells[0] == "" && len(rows) > 0 {
-			cells[0] = rows[len(rows)-1][0]
-		}
-		rows = append(rows, cells)
-	}
-	return rows
+	return table.Rows
 }
 
 // rangeCell formats a min-max as the README's tables do: "lo-hi" and the
