@@ -31,6 +31,7 @@ func TestFind(t *testing.T) {
 	want := Table{
 		Columns: []string{"scenario", "mode", "figure"},
 		Rows:    [][]string{{"first", "x", "1.0"}, {"first", "y", "2.0"}, {"second", "x", "3.0"}},
+		Raw:     [][]string{{"first", "x", "**1.0**"}, {"", "y", "2.0"}, {"second", "x", "3.0"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Find = %q, want %q", got, want)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retrykit/retry/internal/mdtable"
 	"github.com/retrykit/retry/internal/storm"
 )
 
@@ -190,23 +191,15 @@ func checkREADMELimits(t *testing.T, scs []storm.LimitScenario, sums []storm.Lim
 		groups = append(groups, []string{sc.Name})
 	}
 
-	lines := strings.Split(readme(t), "\n")
-	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| shape | target | adaptive |") })
-	if start < 0 {
-		t.Fatal("no limits table in the README")
+	table, err := mdtable.Find(readme(t), "| shape | target | adaptive |")
+	if err != nil {
+		t.Fatal(err)
 	}
-	var table []string
-	for _, line := range lines[start+2:] { // after the header and its rule
-		if !strings.HasPrefix(line, "|") {
-			break
-		}
-		table = append(table, line)
+	if len(table.Raw) != len(groups) {
+		t.Fatalf("the README's limits table has %d rows; the scenarios make %d", len(table.Raw), len(groups))
 	}
-	if len(table) != len(groups) {
-		t.Fatalf("the README's limits table has %d rows; the scenarios make %d", len(table), len(groups))
-	}
-	for i, line := range table {
-		bold := boldText.FindAllStringSubmatch(strings.Split(line, "|")[3], -1)
+	for i, cells := range table.Raw {
+		bold := boldText.FindAllStringSubmatch(cells[2], -1) // the adaptive column
 		if len(bold) != 1 {
 			t.Errorf("README limits row %d: %d runs of bold text in the adaptive column, want one", i+1, len(bold))
 			continue
