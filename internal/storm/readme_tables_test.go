@@ -198,7 +198,6 @@ func TestREADMETailTable(t *testing.T) {
 // the demo prints.
 func TestREADMEStormTable(t *testing.T) {
 	storm.SkipUnderRace(t)
-	text := readme(t)
 	scenarios := storm.Scenarios()
 	modes := []storm.Mode{storm.Standard, storm.Adaptive, storm.AdaptivePublished}
 	results, err := storm.RunAll(scenarios, modes, 1)
@@ -212,12 +211,9 @@ func TestREADMEStormTable(t *testing.T) {
 		byLabel[label] = results[i*len(modes) : (i+1)*len(modes)]
 	}
 	rows := 0
-	for line := range strings.Lines(text) {
-		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
-		for i, c := range cells {
-			cells[i] = strings.TrimSpace(strings.ReplaceAll(c, "**", ""))
-		}
+	for _, cells := range readmeTable(t, "| scenario (seed 1) | mode |") {
 		if len(cells) != 7 || cells[1] != "standard / adaptive / published" {
+			t.Errorf("README storm row %q: want 7 cells, standard / adaptive / published", cells)
 			continue
 		}
 		label, _, _ := strings.Cut(strings.ReplaceAll(cells[0], "′", "'"), " ")
@@ -247,7 +243,7 @@ func TestREADMEStormTable(t *testing.T) {
 		})
 		latencies := make([]string, len(rs))
 		for i, r := range rs {
-			latencies[i] = strings.TrimSuffix(readmeSeconds(r.LatencyP50), "s") + "/" + strings.TrimSuffix(readmeSeconds(r.LatencyP99), "s") + " s"
+			latencies[i] = strings.TrimSuffix(storm.Seconds(r.LatencyP50), "s") + "/" + strings.TrimSuffix(storm.Seconds(r.LatencyP99), "s") + " s"
 		}
 		got := strings.Join(latencies, " · ")
 		if latencies[0] == latencies[1] && latencies[1] == latencies[2] {
@@ -282,15 +278,6 @@ func percent(x float64) string {
 		return "100%"
 	}
 	return s
-}
-
-// readmeSeconds formats a latency as the storm demo prints it: two
-// decimals below a second, one above.
-func readmeSeconds(d time.Duration) string {
-	if d < time.Second {
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	}
-	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
 // thousands formats n with commas between groups of three digits.
@@ -367,7 +354,7 @@ func TestREADMESendWaitTable(t *testing.T) {
 			}
 			return r
 		}
-		p99 := func(r storm.Result) string { return strings.TrimSuffix(readmeSeconds(r.LatencyP99), "s") + " s" }
+		p99 := func(r storm.Result) string { return strings.TrimSuffix(storm.Seconds(r.LatencyP99), "s") + " s" }
 		b, d, e, c := run("(b)"), run("(d)"), run("(e)"), run("(c)")
 		for i, want := range []string{percent(b.Goodput) + " / " + p99(b) + " / " + thousands(b.Failed),
 			percent(d.Goodput) + " / " + p99(d), percent(e.Goodput) + " / " + p99(e), thousands(c.Failed)} {
