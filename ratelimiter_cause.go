@@ -234,8 +234,11 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 // significantly above the share at half the rate, and by more than a share
 // that does not depend on the load would leave (compare's stayed), the
 // share rose with the rate: the limiter forgets the share learned. It
-// decides after checkWindows windows, or after evidenceWindows if the
-// share rose by twice the significance. A share at half the rate far
+// decides after checkWindows windows; sooner if the share rose by twice
+// the significance after evidenceWindows windows, or by three times after
+// the first window back (the first is spent at the client's full rate, a
+// congested client's retries included: a rise that large is no window's
+// worth of a service's counting). A share at half the rate far
 // above what congestion would leave there (more than 2*significance
 // standard errors: the windows back rest on a short sample) is kept: a
 // client that overloads a service that also throttles a hot key needs it.
@@ -243,18 +246,18 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 // checked. l.mu must be held.
 func (t *causeTest) check(l *RateLimiter, s *shareState) bool {
 	t.windows++
-	if t.windows < evidenceWindows {
-		return false
-	}
 	n := min(t.windows, checkWindows)
 	back := s.counts(n)
-	if back.rate(n, l.cfg.window) < 2*(1-testSlack)*t.low.rate(t.lowWins, l.cfg.window) {
+	early := 2.0 * significance
+	if t.windows < evidenceWindows {
+		early = 3 * significance
+	} else if back.rate(n, l.cfg.window) < 2*(1-testSlack)*t.low.rate(t.lowWins, l.cfg.window) {
 		t.checking = false
 		return true
 	}
 	z, stayed, congested := compare(l, back, n, t.low, t.lowWins)
 	rose := z > significance && !stayed && t.excess(congested) <= 2*significance
-	if t.windows < checkWindows && !(rose && z > 2*significance) {
+	if t.windows < checkWindows && !(rose && z > early) {
 		return false
 	}
 	t.checking = false
