@@ -139,8 +139,8 @@ func TestTargetOverloadOneClient(t *testing.T) {
 // so at half the rate the share falls by less than congestion would make
 // it, and the test of the throttles' cause takes the congestion for a
 // load-independent share. The limiter checks such a verdict back at the
-// client's rate and forgets the share, which costs those runs a second or
-// two (the README's "One client at 3x is misled at first on some runs");
+// client's rate and forgets the share, which costs those runs about a
+// second (the README's "One client at 3x is misled at first on some runs");
 // against a bucket of 1 or 2 s, most runs pay it. The guards hold today's
 // counts and worst runs, so that a change that makes them worse fails.
 //
