@@ -916,7 +916,8 @@ func TestJoinLeave(t *testing.T) {
 // the seconds above 1.2x over seeds 1-20 from 15 to 7.) It prints the
 // same for two other fleets: twenty light processes that want less than
 // the limit together, and forty that each want a little more than twice
-// their share against a service holding 2 tokens.
+// their share against a service holding 2 tokens; and holds the README's
+// outage table to what it prints.
 func TestRedisOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet simulation takes a while")
@@ -927,6 +928,7 @@ func TestRedisOutage(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nRedis down from 30 s to 60 s, back empty; the send rate on average during the outage and in the busiest second, the seconds above 1.2x the limit, the limit used during the outage; over seeds 1-20 also the busiest two seconds and the attempts throttled during the outage\n")
 	fmt.Fprintf(&b, "%-40s  %-10s  %-10s  %-12s  %-12s  %-10s  %-12s  %-12s  %s\n", "fleet (seeds 1-5, then 1-20)", "mean", "busiest", "above 1.2x", "used", "busiest", "above 1.2x", "busiest 2 s", "throttled")
+	printed := map[string]map[string]string{} // the README table's cells by fleet, then column
 	for _, fleet := range []struct {
 		name    string
 		demands []float64
@@ -994,11 +996,21 @@ func TestRedisOutage(t *testing.T) {
 		fmt.Fprintf(&b, "%-40s  %-10s  %-10s  %-12s  %-12s  %-10s  %-12s  %-12s  %s\n", fleet.name, mean.num()+"x", peak.num()+"x",
 			fmt.Sprintf("%d of %d", above[0], above[1]), used.pct(), peakAll.num()+"x", fmt.Sprintf("%d of %d", aboveAll[0], aboveAll[1]),
 			peak2.num()+"x", outThr.pct())
+		printed[fleet.name] = map[string]string{
+			"busiest second, seeds 1-5 / 1-20":        peak.num() + "x / " + peakAll.num() + "x",
+			"seconds above 1.2x, of 400 / 1,600":      fmt.Sprintf("%d / %d", above[0], aboveAll[0]),
+			"limit used during the outage, seeds 1-5": used.pct(),
+			"throttled during the outage, seeds 1-20": outThr.pct(),
+		}
 		if fleet.hold {
 			fmt.Fprintf(&b, "%-40s  shares off the fair ones by %s at 62 s, %s at 70 s (seeds 1-5)\n", "", off[0].pct(), off[1].pct())
 		}
 	}
 	t.Log(b.String())
+	checkREADMETable(t, "| fleet | busiest second, seeds 1-5 / 1-20 |", func(row map[string]string) (map[string]string, bool) {
+		got, ok := printed[strings.ReplaceAll(row["fleet"], "×", "x")]
+		return got, ok
+	})
 }
 
 // TestRedisOutageLeases: lease fleets, Redis down from 30 s to 60 s and back
