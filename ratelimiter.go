@@ -115,32 +115,31 @@ const maxRateFactor = 2
 //     much (p above) when it limits the client later. A larger share cuts
 //     the rate, and the cut is put to a test.
 //   - Test of the cause. A cut from the rate the client wanted, on a
-//     throttled share up to 60% and a second of 20 attempts or more,
-//     starts a test (a client sending under 10 attempts a second does not
-//     test). For up to 8 s the rate stays at half the rate the client sent
-//     before the cut, or more, and the limiter compares the share there
-//     with the share before. Had the throttles come from congestion this
-//     client causes, the service would admit as many attempts a second at
-//     half the rate, and the share would fall accordingly; if it fell by
-//     less than a quarter of that (and, on 40 attempts or more, not by
-//     two standard errors), the throttles do not depend on the load: the
-//     limiter learns the share, tolerates it from then on, and goes back
-//     to the rate before the cut. A fall of two standard errors on 20
-//     attempts or more is congestion. A service that had served the client
-//     less than it could before the cut's evidence (a client that just
-//     started) may have admitted up to twice its rate in it, and
-//     congestion then looks independent of the load: such a verdict is
-//     checked on the half second to 2 s back at the rate before the cut,
-//     and the share is forgotten if it rose with the rate. While the client is free, the
-//     learned share follows the windows that are not significantly above
-//     it (the newest 1,000 to 2,000 attempts). So a hot partition key
-//     that throttles a quarter of the requests costs a few seconds at
-//     half the rate, not the client's throughput. A client that is a
-//     small part of a fleet congesting a service is not tested (it sends
-//     too little), or finds the share fell with its own rate when the
-//     fleet cuts together; a client that is under a quarter of the load,
-//     alone in cutting, would take the fleet's congestion for
-//     load-independent throttling.
+//     throttled share up to 60% and a second of 20 attempts or more, starts
+//     a test (a client sending under 10 attempts a second does not test).
+//     For up to 8 s the rate stays at half the rate the client sent before
+//     the cut, or more, and the limiter compares the share there with the
+//     share before. Had the throttles come from congestion this client
+//     causes, the service would admit as many attempts a second at half the
+//     rate, and the share would fall accordingly; if it fell by less than a
+//     quarter of that (and, on 40 attempts or more, not by two standard
+//     errors), the throttles do not depend on the load: the limiter learns
+//     the share, tolerates it from then on, and goes back to the rate before
+//     the cut. A fall of two standard errors on 20 attempts or more is
+//     congestion. A service that had served the client less than it could
+//     before the cut's evidence (a client that just started) may have
+//     admitted up to twice its rate in it, and congestion then looks
+//     independent of the load: such a verdict is checked on the half second
+//     to 2 s back at the rate before the cut, and the share is forgotten if
+//     it rose with the rate. While the client is free, the learned share
+//     follows the windows that are not significantly above it (the newest
+//     1,000 to 2,000 attempts). So a hot partition key that throttles a
+//     quarter of the requests costs a few seconds at half the rate, not the
+//     client's throughput. A client that is a small part of a fleet
+//     congesting a service is not tested (it sends too little), or finds the
+//     share fell with its own rate when the fleet cuts together; a client
+//     that is under a quarter of the load, alone in cutting, would take the
+//     fleet's congestion for load-independent throttling.
 //   - Both at once. A client that overloads a service that also throttles a
 //     hot key sees the share fall at half the rate, but to a share
 //     significantly above what congestion from it alone would leave. If
