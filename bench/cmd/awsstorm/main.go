@@ -100,8 +100,8 @@ Readings:
     same published algorithm, agree to within 0.2 points of goodput and of
     throttled share in every scenario. retrykit's default adaptive mode keeps
     97-100% of an overloaded server's capacity where the SDK's keeps 53-63%
-    with one client, and fails more requests: nearly all of them refused, unsent, when no
-    send slot is free within its MaxSendWait (2 s).
+    with one client, and fails more requests: nearly all of them refused,
+    unsent, when no send slot is free within its MaxSendWait (2 s).
   - aws-standard retries later: 0-2 s before its second attempt and 0-4 s
     before its third (retrykit's standard: up to 10 ms, then 15 ms). So in
     the brownout its retries reach a later 1-s window of the server and
