@@ -160,16 +160,16 @@ func (f *Fleet) admit(ctx context.Context) error {
 // usually as long as the longest wait: the shares add up to more than the
 // fleet's rate (by the margins of the members' wants), so the queue grows
 // until the attempts beyond it are refused; asking Redis at that edge,
-// a call in eleven was refused (the README has the figures). So an
-// attempt whose wait the queue last heard of fits, but might no longer,
+// a call in eleven was refused (docs/design-notes.md has the figures). So
+// an attempt whose wait the queue last heard of fits, but might no longer,
 // does not ask. With a configured rate it waits for Redis to say again
 // how long the queue is (the next lease, within an interval, or the
 // answer to another attempt of this process), for at most unsure, after
 // which the queue last heard of would no longer fit, and then decides
 // again. With a learned rate it is refused: waiting was measured worse
 // there, and traced: an attempt that waited had 0.2-0.6 s of its wait
-// left, and most ran out before the next lease (the README has the
-// figures). See keepHeldBack for what a new lease changes. A process that
+// left, and most ran out before the next lease (docs/design-notes.md has
+// the figures). See keepHeldBack for what a new lease changes. A process that
 // saw a throttle Redis was not told of asks at once: the throttle may end
 // a probe of a learned rate (see gcra.lua).
 func (f *Fleet) heldBack(left time.Duration) (wait time.Duration, refuse bool, unsure time.Duration) {
