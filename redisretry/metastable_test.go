@@ -235,13 +235,8 @@ func TestMetastableTrigger(t *testing.T) {
 					if mode == msFleet {
 						format = "%.1f"
 					}
-					lo, hi := fmt.Sprintf(format, 100*c.retries.lo), fmt.Sprintf(format, 100*c.retries.hi)
-					share := lo + "-" + hi
-					if lo == hi {
-						share = lo
-					}
 					_, rest, _ := strings.Cut(paren, "%") // the README's words after the share
-					want[column] += " (" + share + "%" + rest
+					want[column] += " (" + c.retries.format(format, 100) + "%" + rest
 				}
 			}
 		}

@@ -487,21 +487,19 @@ func (s *span) add(v float64) {
 
 func newSpan() span { return span{math.NaN(), math.NaN()} }
 
-func (s span) pct() string {
-	lo, hi := fmt.Sprintf("%.1f", 100*s.lo), fmt.Sprintf("%.1f", 100*s.hi)
-	if lo == hi {
-		return lo + "%"
-	}
-	return lo + "-" + hi + "%"
-}
-
-func (s span) num() string {
-	lo, hi := fmt.Sprintf("%.2f", s.lo), fmt.Sprintf("%.2f", s.hi)
+// format formats the span times scale with verb: "lo-hi", or one value
+// when both print alike.
+func (s span) format(verb string, scale float64) string {
+	lo, hi := fmt.Sprintf(verb, scale*s.lo), fmt.Sprintf(verb, scale*s.hi)
 	if lo == hi {
 		return lo
 	}
 	return lo + "-" + hi
 }
+
+func (s span) pct() string { return s.format("%.1f", 100) + "%" }
+
+func (s span) num() string { return s.format("%.2f", 1) }
 
 // route53 is the shape of the Route 53 case: 20 processes each wanting 1
 // request a second, one limit of 5 a second.
