@@ -365,24 +365,30 @@ func TestREADMESendWaitTable(t *testing.T) {
 	}
 }
 
+// hotKeyRuns is what TestHotKeyOverSeeds measured of one scenario: the
+// median and worst runs' completions as a share of standard's, and the
+// runs below 95% and below half.
+type hotKeyRuns struct {
+	median, worst      float64
+	below95, belowHalf int
+}
+
 // checkREADMEHotKey holds the README's table of the hot key over seeds
-// (TestHotKeyOverSeeds) to what the test measured: for the rows of 10%,
-// 25% and 50% throttled whatever the load, the median and worst runs'
-// completions as a share of standard's and the runs below 95% and below
-// half (the figures before "(was ...)"). The row on top of overload is
-// not in the test.
-func checkREADMEHotKey(t *testing.T, median, worst map[string]float64, below95, belowHalf map[string]int) {
+// (TestHotKeyOverSeeds) to what the test measured, by scenario: for the
+// rows of 10%, 25% and 50% throttled whatever the load, the figures
+// before "(was ...)". The row on top of overload is not in the test.
+func checkREADMEHotKey(t *testing.T, measured map[string]hotKeyRuns) {
 	t.Helper()
 	checked := 0
 	for _, row := range readmeTable(t, "| throttled whatever the load | median run |") {
-		name := "share-" + strings.TrimSuffix(row[0], "%")
-		if _, ok := median[name]; !ok {
+		m, ok := measured["share-"+strings.TrimSuffix(row[0], "%")]
+		if !ok {
 			continue
 		}
 		checked++
 		first := func(cell string) string { s, _, _ := strings.Cut(cell, " ("); return s }
-		for i, want := range []string{fmt.Sprintf("%.1f%%", 100*median[name]), fmt.Sprintf("%.1f%%", 100*worst[name]),
-			strconv.Itoa(below95[name]), strconv.Itoa(belowHalf[name])} {
+		for i, want := range []string{fmt.Sprintf("%.1f%%", 100*m.median), fmt.Sprintf("%.1f%%", 100*m.worst),
+			strconv.Itoa(m.below95), strconv.Itoa(m.belowHalf)} {
 			if i+1 >= len(row) || first(row[i+1]) != want {
 				t.Errorf("README hot-key row %q, column %d: the test gives %q", row, i+2, want)
 			}
