@@ -37,6 +37,16 @@ const (
 	// windows of a second, the share of one second may be off by a
 	// window's worth.
 	checkWindows = 2 * evidenceWindows
+	// testUndecided: at a quarter of the rate, where congestion from this
+	// client alone would leave about none, a share more than this many
+	// standard errors above what it would leave, but not significantly,
+	// keeps the test going until its time is up. A 5% hot key leaves 3
+	// throttles or fewer of 100 attempts one time in four, which is not
+	// significant; taken for congestion, the pacing that follows
+	// tolerates no throttles, and the key's share cuts the rate at every
+	// window, down to a tenth of what the service admits. None of 100 is
+	// one time in 170.
+	testUndecided = 1
 	// descentFall: a descent compares the share at this fraction of the
 	// rate it began at, or below, with the share it began on.
 	descentFall = 0.25
@@ -58,7 +68,10 @@ const (
 // throttles a hot key. The share then falls at half the rate, but to one
 // significantly above what congestion from this client alone would leave;
 // the test moves on to a quarter of the rate (second), and a share still
-// that far above congestion's there does not depend on the load.
+// that far above congestion's there does not depend on the load. A share
+// above it there, but not that far, leaves the test undecided until its
+// time is up (testUndecided): a small hot key leaves few throttles in a
+// few seconds at a quarter of the rate.
 //
 // A test may also find no answer at half the rate: the share fell, but
 // neither significantly nor to where congestion would take it. Cuts are
@@ -181,6 +194,10 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		case n2 >= 2*testAttempts && t.lowWins >= 2*evidenceWindows,
 			n2 >= testAttempts && t.windows >= testWindows:
 			switch {
+			case !t.leftOver(congested) && t.excess(congested) > testUndecided && t.windows < testWindows:
+				// A share left over, but not significantly yet: more
+				// attempts will tell.
+				return atHalf
 			case !t.leftOver(congested):
 				return t.congestion(l, now)
 			case t.low.share() <= l.cfg.tolerance:

@@ -113,11 +113,12 @@ func TestLimits(t *testing.T) {
 		// 2.9-3.3%, the rate cut for the hot key's share down to the
 		// minimum).
 		{"share-25-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
-		// The same with 5% throttled. Today 14.7-98.9%: a share within
-		// the tolerance is learned only where the test reaches a quarter
-		// of the rate; elsewhere the cuts follow it down, one throttle at
-		// a time.
-		{"share-5-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.1, true},
+		// The same with 5% throttled. Today 92.4-98.9% (14.7-98.9% before
+		// an undecided test at a quarter of the rate waited for more
+		// attempts); over 200 seeds a run starves where the test at half
+		// the rate finds too few throttles left to tell the share from
+		// congestion, and the cuts follow it down, one throttle at a time.
+		{"share-5-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
 		// Target 6: back within 5 s. Today 0.0-5.3 s: the heal finds the
 		// rate anywhere on its cycle of cuts and growth.
 		{"step", "recovery (s)", func(s storm.LimitSummary) float64 { return s.Recovery[1] }, 7, false},
@@ -268,7 +269,7 @@ func TestHotKeyOverSeeds(t *testing.T) {
 		"share-10":         {13, 3},
 		"share-25":         {24, 1},
 		"share-50":         {17, 4},
-		"share-5-overload": {91, 51},
+		"share-5-overload": {90, 30},
 	}
 	seeds := make([]uint64, 200)
 	for i := range seeds {
