@@ -49,8 +49,9 @@ import (
 // of the capacity, as redisretry tells a fleet's processes, which learns
 // nothing and is in the target corner.
 //
-// The README's table has the figures, and the test holds it to what it
-// prints. The README says why the default stays where it is: relative
+// docs/adaptive-limits.md ("Growth and fairness") has the table, and the
+// test holds it to what it prints. The README says why the default stays
+// where it is: relative
 // growth behaves alike at every scale of rates, it cuts as soon as a
 // second's evidence is significant, and a client on its own is not made to
 // pay for a fleet.
@@ -153,7 +154,7 @@ func TestGrowthTradeoff(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| growth | 100 small clients, 3x: throttled | 10 equal clients, 3x: fairness | throttled | 10 equal clients, 10x: throttled | " +
 		"1 big + 9 small clients: the big one's share | 1 client of 3 workers: full rate after a dip |\n|---|---|---|---|---|---|---|\n")
-	var rows [][]string // each design's cells after its name, as the README gives them
+	var rows [][]string // each design's cells after its name, as docs/adaptive-limits.md gives them
 	for _, d := range designs {
 		build := func(clock retry.Clock, random func() float64) (storm.Stepper, error) {
 			backoff, err := retry.NewExponentialBackoff(retry.WithRandom(random))
@@ -228,7 +229,7 @@ func TestGrowthTradeoff(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %s |\n", d.name, strings.Join(row, " | "))
 	}
 	t.Logf("the default's growth W*(1 + 0.003*t^3), four families around it, the published algorithm, and a sender told its share; seeds 1-5 (min-max)\n%s", b.String())
-	checkTable(t, "README.md", "| growth | 100 small clients, 3×: throttled |", rows)
+	checkTable(t, "docs/adaptive-limits.md", "| growth | 100 small clients, 3×: throttled |", rows)
 	writeSVG(t, *tradeoffSVG, func(w io.Writer) error {
 		points := make([]storm.TradeoffPoint, len(curve))
 		for i, p := range curve {
