@@ -146,7 +146,9 @@ const maxRateFactor = 2
 //     that share is above the tolerance, the test moves on to a quarter of
 //     the rate (if the client still sends 5 attempts a second there): a
 //     share still that far above congestion's there does not depend on the
-//     load. The limiter learns it from the attempts at a quarter of the
+//     load; one above it, but not yet that far, keeps the test there until
+//     its 8 s are up, as a small share leaves few throttles in two
+//     seconds. The limiter learns it from the attempts at a quarter of the
 //     rate alone, goes back to half, and from then on cuts only for the
 //     share above it. Otherwise the limiter learns the share at half the
 //     rate as it takes the throttles for congestion: it paces on from half
@@ -212,9 +214,10 @@ const maxRateFactor = 2
 // README's "A hot key starves the client on some runs"). Under overload
 // a small hot key costs more: a client offering 3x a service that also
 // throttles 5% whatever the load completes a median of 95% as many as the
-// standard mode over 200 seeds, but less than half on a quarter of them
-// (the "Descent" above; the README's "A small hot key under overload
-// starves it on a quarter of the runs").
+// standard mode over 200 seeds, but less than half on 30 of them, where
+// the test at half the rate found too few throttles left to tell the key
+// from congestion (the "Descent" above; the README's "A small hot key
+// under overload starves it on some runs").
 // A client sending under 10 attempts a second does not test the
 // throttles' cause: with 3 workers and 25% throttled whatever the load it
 // completes a fifth as many.
