@@ -194,10 +194,8 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		case n2 >= 2*testAttempts && t.lowWins >= 2*evidenceWindows,
 			n2 >= testAttempts && t.windows >= testWindows:
 			switch {
-			case !t.leftOver(congested) && t.excess(congested) > testUndecided && t.windows < testWindows:
-				// A share left over, but not significantly yet: more
-				// attempts will tell.
-				return atHalf
+			case t.undecided(congested) && t.windows < testWindows:
+				return atHalf // more attempts will tell
 			case !t.leftOver(congested):
 				return t.congestion(l, now)
 			case t.low.share() <= l.cfg.tolerance:
@@ -340,6 +338,14 @@ func (t *causeTest) congestion(l *RateLimiter, now time.Time) bool {
 // congested, the share congestion from this client alone would leave.
 func (t *causeTest) leftOver(congested float64) bool {
 	return t.excess(congested) > significance
+}
+
+// undecided reports whether the share in low is above congested, the
+// share congestion from this client alone would leave, by more than
+// testUndecided standard errors, but not significantly.
+func (t *causeTest) undecided(congested float64) bool {
+	e := t.excess(congested)
+	return e > testUndecided && e <= significance
 }
 
 // excess returns how many standard errors the share in low is above

@@ -113,11 +113,10 @@ func TestLimits(t *testing.T) {
 		// 2.9-3.3%, the rate cut for the hot key's share down to the
 		// minimum).
 		{"share-25-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
-		// The same with 5% throttled. Today 92.4-98.9% (14.7-98.9% before
-		// an undecided test at a quarter of the rate waited for more
-		// attempts); over 200 seeds a run starves where the test at half
-		// the rate finds too few throttles left to tell the share from
-		// congestion, and the cuts follow it down, one throttle at a time.
+		// The same with 5% throttled. Today 92.4-98.9%; over 200 seeds a
+		// run starves where the test at half the rate finds too few
+		// throttles left to tell the share from congestion, and the cuts
+		// follow it down, one throttle at a time.
 		{"share-5-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
 		// Target 6: back within 5 s. Today 0.0-5.3 s: the heal finds the
 		// rate anywhere on its cycle of cuts and growth.
@@ -257,10 +256,9 @@ func TestFixedRateSender(t *testing.T) {
 
 // TestHotKeyOverSeeds runs the hot-key scenarios of the limits table with
 // capacity to spare, and the 25% and 5% ones under overload, over seeds
-// 1-200, and
-// prints, with -v, how adaptive mode's completions compare with standard
-// mode's: the median, the worst run, and how many runs fall below 95%
-// (target 4) and below half (the client starved). Target 4 is missed on
+// 1-200, and prints, with -v, how adaptive mode's completions compare with
+// standard mode's: the median, the worst run, and how many runs fall below
+// 95% (target 4) and below half (the client starved). Target 4 is missed on
 // some runs; the guards hold today's counts, so that a change that starves
 // more runs fails. Like TestOverloadOverSeeds it is skipped under the race
 // detector, where it takes minutes (make test runs it without).
