@@ -45,8 +45,8 @@ const (
 	// significant; taken for congestion, the pacing that follows
 	// tolerates no throttles, and the key's share cuts the rate at every
 	// window, down to a tenth of what the service admits. None of 100 is
-	// one time in 170. Asking 1.5 standard errors saves half as many
-	// such runs (docs/adaptive-limits.md, "The hot key").
+	// one time in 170. Asking 1.5 standard errors saves 9 starved runs
+	// of 200 where 1 saves 21 (docs/adaptive-limits.md, "The hot key").
 	testUndecided = 1
 	// descentFall: a descent compares the share at this fraction of the
 	// rate it began at, or below, with the share it began on.
