@@ -371,17 +371,9 @@ func writeSVG(t *testing.T, path string, write func(io.Writer) error) {
 
 func widen(mm *[2]float64, v float64) { mm[0], mm[1] = min(mm[0], v), max(mm[1], v) }
 
-// The README's forms of a min-max: one value when both are alike.
-func percentRange(mm [2]float64) string { return formatRange(mm, "%.1f", 100) + "%" }
-func ratioRange(mm [2]float64) string   { return formatRange(mm, "%.2f", 1) }
-
-func formatRange(mm [2]float64, format string, scale float64) string {
-	lo, hi := fmt.Sprintf(format, scale*mm[0]), fmt.Sprintf(format, scale*mm[1])
-	if lo == hi {
-		return lo
-	}
-	return lo + "-" + hi
-}
+// The tables' forms of a min-max: one value when both are alike.
+func percentRange(mm [2]float64) string { return storm.FormatSpan(mm, "%.1f", 100, "-") + "%" }
+func ratioRange(mm [2]float64) string   { return storm.FormatSpan(mm, "%.2f", 1, "-") }
 
 // secondsRange formats a min-max of seconds, +Inf as never.
 func secondsRange(mm [2]float64) string {
@@ -391,7 +383,7 @@ func secondsRange(mm [2]float64) string {
 	case math.IsInf(mm[1], 1):
 		return fmt.Sprintf("%.1f s to never", mm[0])
 	}
-	return formatRange(mm, "%.1f", 1) + " s"
+	return storm.FormatSpan(mm, "%.1f", 1, "-") + " s"
 }
 
 // checkTable holds the table of a markdown file whose header begins with

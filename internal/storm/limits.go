@@ -423,10 +423,10 @@ func WriteLimitsTable(w io.Writer, scenarios []LimitScenario, summaries []LimitS
 	return err
 }
 
-// formatSpan formats a [min, max] pair with format, each value times
-// scale, joined by sep when they differ; "-" for an empty span (as
-// newLimitSummary leaves it).
-func formatSpan(mm [2]float64, format string, scale float64, sep string) string {
+// FormatSpan formats a [min, max] pair with format, each value times
+// scale, joined by sep when they differ (one value when both print
+// alike); "-" for an empty span (as newLimitSummary leaves it).
+func FormatSpan(mm [2]float64, format string, scale float64, sep string) string {
 	if math.IsInf(mm[0], 1) {
 		return "-"
 	}
@@ -438,14 +438,14 @@ func formatSpan(mm [2]float64, format string, scale float64, sep string) string 
 }
 
 // pct formats a [min, max] pair of shares as percentages with a decimal.
-func pct(mm [2]float64) string { return formatSpan(mm, "%.1f%%", 100, "-") }
+func pct(mm [2]float64) string { return FormatSpan(mm, "%.1f%%", 100, "-") }
 
 // points formats a [min, max] pair of differences of shares in
 // percentage points.
-func points(mm [2]float64) string { return formatSpan(mm, "%+.1f", 100, " to ") }
+func points(mm [2]float64) string { return FormatSpan(mm, "%+.1f", 100, " to ") }
 
 // ratioSpan formats a [min, max] pair of ratios.
-func ratioSpan(mm [2]float64) string { return formatSpan(mm, "%.2f", 1, "-") }
+func ratioSpan(mm [2]float64) string { return FormatSpan(mm, "%.2f", 1, "-") }
 
 func shares(big, small [2]float64) string {
 	if math.IsInf(big[0], 1) {

@@ -346,4 +346,4 @@ func WriteMetastableTable(w io.Writer, summaries []MetastableSummary, seeds int)
 }
 
 // percentSpan formats a [min, max] pair of shares as whole percentages.
-func percentSpan(mm [2]float64) string { return formatSpan(mm, "%.0f%%", 100, "-") }
+func percentSpan(mm [2]float64) string { return FormatSpan(mm, "%.0f%%", 100, "-") }
