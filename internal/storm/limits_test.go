@@ -6,7 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,12 +272,9 @@ func TestHotKeyOverSeeds(t *testing.T) {
 		"share-25-overload": {60, 2},
 		"share-5-overload":  {90, 30},
 	}
-	seeds := make([]uint64, 200)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
-	}
 	if testing.Verbose() {
-		fmt.Printf("Adaptive mode's completions as a share of standard mode's, seeds 1-%d\n\n", len(seeds))
+		fmt.Println("Adaptive mode's completions as a share of standard mode's, seeds 1-200")
+		fmt.Println()
 		fmt.Println("| scenario | median | worst | runs below 95% | runs below half |")
 		fmt.Println("|---|---|---|---|---|")
 	}
@@ -287,28 +284,30 @@ func TestHotKeyOverSeeds(t *testing.T) {
 		if !ok {
 			continue
 		}
-		var vs []float64
-		for _, seed := range seeds {
+		first20 := math.Inf(1) // the worst of seeds 1-20
+		vs, err := storm.OverSeeds(1, 200, func(seed uint64) (float64, error) {
 			a, err := storm.Run(ls.Scenario, storm.Adaptive, seed)
 			if err != nil {
-				t.Fatal(err)
+				return 0, err
 			}
 			s, err := storm.Run(ls.Scenario, storm.Standard, seed)
-			if err != nil {
-				t.Fatal(err)
+			v := float64(a.Succeeded) / float64(s.Succeeded)
+			if seed <= 20 {
+				first20 = min(first20, v)
 			}
-			vs = append(vs, float64(a.Succeeded)/float64(s.Succeeded))
+			return v, err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		slices.Sort(vs)
-		below95 := sort.SearchFloat64s(vs, 0.95)
-		belowHalf := sort.SearchFloat64s(vs, 0.5)
+		below95, belowHalf := vs.Below(0.95), vs.Below(0.5)
 		if testing.Verbose() {
-			fmt.Printf("| %s | %.1f%% | %.1f%% | %d | %d |\n", ls.Name, 100*vs[len(vs)/2], 100*vs[0], below95, belowHalf)
+			fmt.Printf("| %s | %.1f%% | %.1f%% | %d | %d |\n", ls.Name, 100*vs.Median(), 100*vs[0], below95, belowHalf)
 		}
 		if below95 > g.below95 || belowHalf > g.belowHalf {
 			t.Errorf("%s: %d runs below 95%% of standard's completions, %d below half; want at most %d, %d", ls.Name, below95, belowHalf, g.below95, g.belowHalf)
 		}
-		measured[ls.Name] = hotKeyRuns{median: vs[len(vs)/2], worst: vs[0], below95: below95, belowHalf: belowHalf}
+		measured[ls.Name] = hotKeyRuns{median: vs.Median(), worst: vs[0], below95: below95, belowHalf: belowHalf, first20: first20}
 	}
 	checkREADMEHotKey(t, measured)
 }
@@ -318,8 +317,8 @@ func TestHotKeyOverSeeds(t *testing.T) {
 // back at full rate after the heal: on how many runs within the target's
 // time (5 s for the step, 2 s for the throttled start), the median run and
 // the slowest. Target 6 is missed on some runs of the step; the guards hold
-// today's counts. The README quotes the figures, and the test holds its
-// sentence to them. Like TestHotKeyOverSeeds it is skipped under the race
+// today's counts. The README quotes the figures (and the step's over seeds
+// 1-20), and the test holds its sentences to them. Like TestHotKeyOverSeeds it is skipped under the race
 // detector.
 func TestRecoveryOverSeeds(t *testing.T) {
 	storm.SkipUnderRace(t)
@@ -330,41 +329,57 @@ func TestRecoveryOverSeeds(t *testing.T) {
 		"step":            {5 * time.Second, 186},
 		"throttled-start": {2 * time.Second, 200},
 	}
-	text := strings.Join(strings.Fields(readme(t)), " ")
+	text := readmeText(t)
 	for _, ls := range storm.LimitScenarios() {
 		g, ok := guards[ls.Name]
 		if !ok {
 			continue
 		}
-		var back []float64
-		for seed := uint64(1); seed <= 200; seed++ {
+		var first20 []float64 // seeds 1-20, in order
+		back, err := storm.OverSeeds(1, 200, func(seed uint64) (float64, error) {
 			r, err := storm.Run(ls.Scenario, storm.Adaptive, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
 			b := math.Inf(1)
 			if r.Recovery >= 0 {
 				b = r.Recovery.Seconds()
 			}
-			back = append(back, b)
+			if seed <= 20 {
+				first20 = append(first20, b)
+			}
+			return b, err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		slices.Sort(back)
-		within := sort.SearchFloat64s(back, g.target.Seconds()+1e-9)
-		median, slowest := back[len(back)/2], back[len(back)-1]
+		within := back.Below(g.target.Seconds() + 1e-9)
+		median, slowest := back.Median(), back[len(back)-1]
 		if testing.Verbose() {
 			fmt.Printf("%s, seeds 1-200: back within %v on %d runs, median %.1f s, slowest %.1f s\n", ls.Name, g.target, within, median, slowest)
 		}
 		if within < g.within {
 			t.Errorf("%s: back within %v on %d runs of 200; want at least %d", ls.Name, g.target, within, g.within)
 		}
-		var says string
-		switch ls.Name {
-		case "step":
-			says = fmt.Sprintf("step is back within 5 s on %d of seeds 1-200 (median %.1f s, at most %.1f s", within, median, slowest)
-		default:
+		says := fmt.Sprintf("step is back within 5 s on %d of seeds 1-200 (median %.1f s, at most %.1f s", within, median, slowest)
+		if ls.Name == "throttled-start" {
 			says = fmt.Sprintf("back at full rate at most %.1f s after the service's return (median %.1f s), on every one of them", slowest, median)
-			if within != len(back) {
-				says = fmt.Sprintf("back within 2 s on %d of them", within)
+		} else {
+			// The limits table's cell, and the step's own bullet.
+			late := 0
+			for _, b := range first20 {
+				if b > g.target.Seconds()+1e-9 {
+					late++
+				}
+			}
+			seeds := map[int]string{0: "no seed", 1: "one seed", 2: "two seeds"}[late]
+			if seeds == "" {
+				seeds = fmt.Sprintf("%d seeds", late)
+			}
+			for _, limits := range []string{
+				fmt.Sprintf("over seeds 1-200 on %g%%", 100*float64(len(back)-within)/float64(len(back))),
+				fmt.Sprintf("Seeds 1-20: %s, %s over 5 s", rangeCell(slices.Min(first20), slices.Max(first20), "%.1f", " s"), seeds),
+			} {
+				if !strings.Contains(text, limits) {
+					t.Errorf("README does not say %q", limits)
+				}
 			}
 		}
 		if !strings.Contains(text, says) {
@@ -372,6 +387,94 @@ func TestRecoveryOverSeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestOverloadOverSeeds runs the one-client overloads, (b) and (b'), over
+// seeds 1-20, on their server that counts in windows of a second and on
+// token buckets holding 0.2, 1 and 2 s of its rate: target 7 (at most 5%
+// throttled, at least 95% goodput) holds on seed 1 of the demo, which
+// TestTargetOverloadOneClient prints, but not on every seed or server. A
+// service with credit saved when the client starts (the window open then,
+// a full bucket) admits up to twice its rate in the first cut's evidence,
+// so at half the rate the share falls by less than congestion would make
+// it, and the test of the throttles' cause takes the congestion for a
+// load-independent share. The limiter checks such a verdict back at the
+// client's rate and forgets the share, which costs those runs about a
+// second (the README's "One client at 3× is misled at first on some
+// runs"); against a bucket of 1 or 2 s, most runs pay it. The guards hold
+// today's counts and worst runs, so that a change that makes them worse
+// fails, and the README's table is held to what the test prints.
+//
+// A hundred and sixty five-minute runs take a minute or two, and far
+// longer under the race detector, which finds nothing here that
+// TestTargetOverloadOneClient, the same code on seed 1, does not: make
+// test runs this test without it (SkipUnderRace).
+func TestOverloadOverSeeds(t *testing.T) {
+	storm.SkipUnderRace(t)
+	guards := []struct {
+		name   string
+		bucket float64 // 0: the scenario's server; else a bucket of this many seconds of its rate
+		above5 int     // runs above 5% throttled, at most
+		worst  float64 // the worst run's throttled share, at most
+	}{
+		{"overload", 0, 3, 0.06},
+		{"overload", 0.2, 0, 0.05},
+		{"overload", 1, 13, 0.12},
+		{"overload", 2, 20, 0.06},
+		{"overload-100", 0, 2, 0.10},
+		{"overload-100", 0.2, 0, 0.05},
+		{"overload-100", 1, 8, 0.075},
+		{"overload-100", 2, 10, 0.09},
+	}
+	byName := map[string]storm.Scenario{}
+	for _, sc := range storm.Scenarios() {
+		byName[sc.Name] = sc
+	}
+	var rows [][]string
+	for _, g := range guards {
+		sc, ok := byName[g.name]
+		if !ok {
+			t.Fatalf("no scenario %q", g.name)
+		}
+		server := "windows of 1 s"
+		if g.bucket > 0 {
+			sc.Server, sc.Burst = storm.Bucket, g.bucket*sc.Capacity
+			server = fmt.Sprintf("bucket of %g s", g.bucket)
+		}
+		goodput := math.Inf(1)
+		throttled, err := storm.OverSeeds(1, 20, func(seed uint64) (float64, error) {
+			r, err := storm.Run(sc, storm.Adaptive, seed)
+			goodput = min(goodput, r.Goodput)
+			return r.ThrottledShare, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		above := len(throttled) - throttled.Below(0.05)
+		worst := throttled[len(throttled)-1]
+		if above > g.above5 || worst > g.worst {
+			t.Errorf("%s, %s: %d runs of 20 above 5%% throttled, the worst %.1f%%; want at most %d, and %.1f%%", g.name, server, above, 100*worst, g.above5, 100*g.worst)
+		}
+		label, _, _ := strings.Cut(strings.ReplaceAll(sc.Title, "'", "′"), " ")
+		rows = append(rows, []string{label, server, fmt.Sprintf("%.1f%%", 100*throttled.Median()),
+			fmt.Sprintf("%.1f%%", 100*worst), strconv.Itoa(above), fmt.Sprintf("%.1f%%", 100*goodput)})
+	}
+	if testing.Verbose() {
+		fmt.Println("One client offering 3x, adaptive mode, seeds 1-20")
+		fmt.Println()
+		fmt.Println(overloadHeader)
+		fmt.Println("|---|---|---|---|---|---|")
+		for _, row := range rows {
+			fmt.Printf("| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	if got := readmeTable(t, overloadHeader); !slices.EqualFunc(got, rows, slices.Equal) {
+		t.Errorf("README's table of one client at 3× over seeds 1-20:\n%q\nthe test gives\n%q", got, rows)
+	}
+}
+
+// overloadHeader begins the header of the README's table of one client at
+// 3× over seeds 1-20 (TestOverloadOverSeeds).
+const overloadHeader = "| scenario | server | throttled, median | worst run | runs above 5% throttled | goodput, worst run |"
 
 func TestLimitsBadInput(t *testing.T) {
 	ls := storm.LimitScenarios()[0]

@@ -371,12 +371,15 @@ func TestREADMESendWaitTable(t *testing.T) {
 type hotKeyRuns struct {
 	median, worst      float64
 	below95, belowHalf int
+	first20            float64 // the worst of seeds 1-20
 }
 
 // checkREADMEHotKey holds the README's table of the hot key over seeds
 // (TestHotKeyOverSeeds) to what the test measured, one row for each
 // scenario: "10%" is share-10, "25%, on top of 3× overload"
-// share-25-overload.
+// share-25-overload. It holds the README's sentences that quote the same
+// runs too: the limits table's counts over seeds 1-200, the 5% key's
+// median, and the worst of seeds 1-20.
 func checkREADMEHotKey(t *testing.T, measured map[string]hotKeyRuns) {
 	t.Helper()
 	checked := 0
@@ -402,4 +405,36 @@ func checkREADMEHotKey(t *testing.T, measured map[string]hotKeyRuns) {
 	if checked != len(measured) {
 		t.Errorf("README hot-key table: %d rows of the %d scenarios the test measures", checked, len(measured))
 	}
+
+	// The same runs, quoted in the README's text and its limits table.
+	share := func(n int) float64 { return 100 * float64(n) / 200 }
+	lo95, hi95, loHalf, hiHalf := 100.0, 0.0, 100.0, 0.0
+	for _, name := range []string{"share-10", "share-25", "share-50"} {
+		m := measured[name]
+		lo95, hi95 = min(lo95, share(m.below95)), max(hi95, share(m.below95))
+		loHalf, hiHalf = min(loHalf, share(m.belowHalf)), max(hiHalf, share(m.belowHalf))
+	}
+	o25, o5 := measured["share-25-overload"], measured["share-5-overload"]
+	text := readmeText(t)
+	for _, says := range []string{
+		fmt.Sprintf("over seeds 1-200 missed: below 95%% on %s of runs, below half on %s",
+			rangeCell(lo95, hi95, "%g", "%"), rangeCell(loHalf, hiHalf, "%g", "%")),
+		fmt.Sprintf("over seeds 1-200 on %g%%", share(o25.below95)),
+		fmt.Sprintf("over seeds 1-200 below 95%% on %g%%, below half on %g%%", share(o5.below95), share(o5.belowHalf)),
+		fmt.Sprintf("completes %.1f%% of standard's completions in the median run over seeds 1-200, but less than 95%% on %d runs and less than half on %d",
+			100*o5.median, o5.below95, o5.belowHalf),
+		fmt.Sprintf("Over seeds 1-20 the worst seeds are %.1f%% at 10%%, %.1f%% at 25%%, %.1f%% at 50%% and %.1f%% on top of overload",
+			100*measured["share-10"].first20, 100*measured["share-25"].first20, 100*measured["share-50"].first20, 100*o25.first20),
+	} {
+		if !strings.Contains(text, says) {
+			t.Errorf("README does not say %q", says)
+		}
+	}
+}
+
+// readmeText is the README with every run of white space one space, for
+// finding a sentence that the text wraps.
+func readmeText(t *testing.T) string {
+	t.Helper()
+	return strings.Join(strings.Fields(readme(t)), " ")
 }
