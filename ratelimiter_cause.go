@@ -37,16 +37,19 @@ const (
 	// windows of a second, the share of one second may be off by a
 	// window's worth.
 	checkWindows = 2 * evidenceWindows
-	// testUndecided: at a quarter of the rate, where congestion from this
-	// client alone would leave about none, a share more than this many
-	// standard errors above what it would leave, but not significantly,
-	// keeps the test going until its time is up. A 5% hot key leaves 3
-	// throttles or fewer of 100 attempts one time in four, which is not
-	// significant; taken for congestion, the pacing that follows
-	// tolerates no throttles, and the key's share cuts the rate at every
-	// window, down to a tenth of what the service admits. None of 100 is
-	// one time in 170. Asking 1.5 standard errors saves 9 starved runs
-	// of 200 where 1 saves 21 (docs/adaptive-limits.md, "The hot key").
+	// testUndecided: a share more than this many standard errors above
+	// what congestion from this client alone would leave, but not
+	// significantly, is undecided. At a quarter of the rate, where
+	// congestion would leave about none, it keeps the test going until
+	// its time is up; at half the rate, where the share fell, it moves
+	// the test on to a quarter if the share is within the tolerance. A 5%
+	// hot key leaves 3 throttles or fewer of 100 attempts one time in
+	// four, which is not significant; taken for congestion, the pacing
+	// that follows tolerates no throttles, and the key's share cuts the
+	// rate at every window, down to a tenth of what the service admits.
+	// None of 100 is one time in 170. Asking 1.5 standard errors saves 9
+	// starved runs of 200 where 1 saves 21 (docs/adaptive-limits.md, "The
+	// hot key").
 	testUndecided = 1
 	// descentFall: a descent compares the share at this fraction of the
 	// rate it began at, or below, with the share it began on.
@@ -69,10 +72,12 @@ const (
 // throttles a hot key. The share then falls at half the rate, but to one
 // significantly above what congestion from this client alone would leave;
 // the test moves on to a quarter of the rate (second), and a share still
-// that far above congestion's there does not depend on the load. A share
-// above it there, but not that far, leaves the test undecided until its
-// time is up (testUndecided): a small hot key leaves few throttles in a
-// few seconds at a quarter of the rate.
+// that far above congestion's there does not depend on the load. A small
+// hot key leaves few throttles in a few seconds at half or a quarter of
+// the rate: a share within the tolerance left at half the rate above
+// congestion's, but not that far, moves the test on to a quarter too, and
+// one left so at a quarter keeps the test there until its time is up
+// (testUndecided).
 //
 // A test may also find no answer at half the rate: the share fell, but
 // neither significantly nor to where congestion would take it. Cuts are
@@ -219,12 +224,19 @@ func (t *causeTest) run(l *RateLimiter, now time.Time, s *shareState) bool {
 		// would leave, part of it may not depend on the load: a
 		// client that overloads a service that also throttles a hot
 		// key. Test that part at half the rate again, or learn it.
-		if t.leftOver(congested) {
+		switch {
+		case t.leftOver(congested):
 			if t.followLeftOver(l, now, s, false) {
 				return true
 			}
-		} else if t.canHalve(l) && n2 < 2*testAttempts {
+		case t.canHalve(l) && n2 < 2*testAttempts:
 			return atHalf // too few attempts to tell yet
+		case t.undecided(congested) && t.low.share() <= l.cfg.tolerance && t.quarterCanTell(l):
+			// A small share left, not yet significant (a 5% key
+			// leaves 0-3 throttles of 40-75 attempts here): the
+			// quarter's wait decides it.
+			t.halve(l, now, false)
+			return true
 		}
 		return t.congestion(l, now)
 	case stayed && n2 >= 2*testAttempts && t.lowWins >= 2*evidenceWindows,
@@ -357,11 +369,18 @@ func (t *causeTest) excess(congested float64) float64 {
 }
 
 // canHalve reports whether a test at half of half the rate sent before the
-// cut could find a share that does not depend on the load: the share at
-// half the rate is above the tolerance (at a quarter, a share at or below
-// it reads as congestion), and the client sends enough to test there.
+// cut could find a share well above what congestion would leave there
+// that does not depend on the load: the share at half the rate is above
+// the tolerance, and the client sends enough to test at a quarter.
 func (t *causeTest) canHalve(l *RateLimiter) bool {
-	return t.low.share() > l.cfg.tolerance && t.half/2*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
+	return t.low.share() > l.cfg.tolerance && t.quarterCanTell(l)
+}
+
+// quarterCanTell reports whether the client sends enough at a quarter of
+// the rate it sent before the test's cut for a test there: 2*testAttempts
+// attempts within testWindows windows.
+func (t *causeTest) quarterCanTell(l *RateLimiter) bool {
+	return t.half/2*testWindows*l.cfg.window.Seconds() >= 2*testAttempts
 }
 
 // followLeftOver follows a share at half the rate well above what

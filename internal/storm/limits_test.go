@@ -104,7 +104,7 @@ func TestLimits(t *testing.T) {
 	}{
 		// Target 1: 5% throttled. Today 16.9-17.4%.
 		{"small-clients", "throttled", func(s storm.LimitSummary) float64 { return s.Throttled[1] }, 0.2, false},
-		// Target 2: fairness 0.8. Today 0.17-0.38 and 0.29-0.58.
+		// Target 2: fairness 0.8. Today 0.22-0.53 and 0.29-0.55.
 		{"fair-3x", "fairness", func(s storm.LimitSummary) float64 { return s.Fairness[0] }, 0.1, true},
 		{"fair-10x", "fairness", func(s storm.LimitSummary) float64 { return s.Fairness[0] }, 0.1, true},
 		{"fair-3x", "throttled", func(s storm.LimitSummary) float64 { return s.Throttled[1] }, 0.07, false},
@@ -115,11 +115,11 @@ func TestLimits(t *testing.T) {
 		// minimum).
 		{"share-25-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
 		// The same with 5% throttled. Today 92.4-98.9%; over 200 seeds a
-		// run starves where the test at half the rate finds too few
-		// throttles left to tell the share from congestion, and the cuts
-		// follow it down, one throttle at a time.
+		// run starves where the test at half the rate finds no throttle
+		// left (or runs while the client ramps up), and the cuts follow
+		// the share down, one throttle at a time.
 		{"share-5-overload", "completions vs standard", func(s storm.LimitSummary) float64 { return s.VsStandard[0] }, 0.85, true},
-		// Target 6: back within 5 s. Today 0.0-5.3 s: the heal finds the
+		// Target 6: back within 5 s. Today 2.1-5.3 s: the heal finds the
 		// rate anywhere on its cycle of cuts and growth.
 		{"step", "recovery (s)", func(s storm.LimitSummary) float64 { return s.Recovery[1] }, 7, false},
 		// A client of 3 workers on its own: 95% of standard's completions
@@ -267,10 +267,10 @@ func TestHotKeyOverSeeds(t *testing.T) {
 	storm.SkipUnderRace(t)
 	guards := map[string]struct{ below95, belowHalf int }{
 		"share-10":          {13, 3},
-		"share-25":          {24, 1},
+		"share-25":          {24, 0},
 		"share-50":          {17, 4},
 		"share-25-overload": {60, 2},
-		"share-5-overload":  {90, 30},
+		"share-5-overload":  {85, 8},
 	}
 	if testing.Verbose() {
 		fmt.Println("Adaptive mode's completions as a share of standard mode's, seeds 1-200")
@@ -330,7 +330,7 @@ func TestRecoveryOverSeeds(t *testing.T) {
 		within     int // runs back within target, at least
 		withinDips int // the same for each of the dips of 20 to 40 s (the step)
 	}{
-		"step":            {5 * time.Second, 186, 162},
+		"step":            {5 * time.Second, 170, 162},
 		"throttled-start": {2 * time.Second, 200, 0},
 	}
 	text := readmeText(t)
@@ -449,10 +449,10 @@ func TestOverloadOverSeeds(t *testing.T) {
 		{"overload", 0, 3, 0.06},
 		{"overload", 0.2, 0, 0.05},
 		{"overload", 1, 13, 0.12},
-		{"overload", 2, 20, 0.06},
-		{"overload-100", 0, 2, 0.10},
+		{"overload", 2, 20, 0.062},
+		{"overload-100", 0, 2, 0.102},
 		{"overload-100", 0.2, 0, 0.05},
-		{"overload-100", 1, 8, 0.075},
+		{"overload-100", 1, 5, 0.075},
 		{"overload-100", 2, 10, 0.09},
 	}
 	byName := map[string]storm.Scenario{}
