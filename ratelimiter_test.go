@@ -1230,6 +1230,36 @@ func TestRateLimiterCauseTest(t *testing.T) {
 				s.LearnedShare, sent, 0.9*demand*5, s)
 		}
 	})
+	t.Run("a small share left, not yet significant", func(t *testing.T) {
+		// A client wanting 200 attempts a second, a quarter throttled in
+		// the first second, then 5% whatever the rate. At half the rate
+		// the share falls, significantly, to 2 or 3 throttles of the 50
+		// attempts the test decides on: above what congestion from the
+		// client alone would leave (none), but not significantly, and
+		// within the tolerance. The test moves on to a quarter of the
+		// rate, where its wait gathers attempts enough to find the share
+		// well above congestion's; it learns the share and goes back to
+		// half the rate, and the pacing that follows tolerates it: the
+		// rate grows back to the demand. (Taking the throttles for
+		// congestion at half the rate, as before the test moved on, the
+		// pacing tolerated none, and the 5% cut the rate at every
+		// window that held one: 9 attempts a second at 40 s.)
+		const want = 200.0
+		clock := newManualClock()
+		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+		n := 0
+		sent := sendAgainst(l, clock, want, 40*time.Second, func(now time.Duration) bool {
+			n++
+			if now < time.Second {
+				return n%4 == 0
+			}
+			return n%20 == 0
+		})
+		if s := l.Stats(); math.Abs(s.LearnedShare-0.05) > 0.02 || float64(sent) < 0.9*want*5 {
+			t.Errorf("5%% throttled whatever the rate, after a fall at half the rate: learned %.3f, sent %d in the last 5 s (want about 0.05, >= %.0f): %+v",
+				s.LearnedShare, sent, 0.9*want*5, s)
+		}
+	})
 	t.Run("both", func(t *testing.T) {
 		// A server that throttles every k-th attempt whatever the load,
 		// and admits at most so many a second of the rest by a token
