@@ -1205,59 +1205,48 @@ func TestRateLimiterCauseTest(t *testing.T) {
 	})
 	t.Run("a share within the tolerance left", func(t *testing.T) {
 		// A quarter throttled in the first second cuts, before any share
-		// is learned, and starts a test; from then on 8% are throttled
-		// whatever the rate. At half the rate the share falls, in the
-		// end significantly, but to more than congestion from the client
-		// alone would leave (none): the test takes the throttles for
-		// congestion, as the share is within the tolerance, where a
-		// quarter of the rate would tell nothing, and learns that share.
-		// The pacing that follows tolerates it, and the rate grows back
-		// to the demand. (Learning nothing, the pacing would tolerate no
-		// throttles, and the 8% would cut the rate at every window, down
-		// to the minimum.)
-		clock := newManualClock()
-		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
-		n := 0
-		sent := sendAgainst(l, clock, demand, 40*time.Second, func(now time.Duration) bool {
-			n++
-			if now < time.Second {
-				return n%4 == 0
+		// is learned, and starts a test; from then on a share within the
+		// tolerance is throttled whatever the rate. At half the rate the
+		// share falls, in the end significantly, but to more than
+		// congestion from the client alone would leave (none). The
+		// pacing that follows learns and tolerates the share, and the
+		// rate grows back to the demand. (Learning nothing, the pacing
+		// would tolerate no throttles, and the share would cut the rate
+		// at every window that holds one, down to the minimum.)
+		for _, c := range []struct {
+			name      string
+			want      float64 // attempts a second
+			throttled func(n int) bool
+			share     float64
+			slack     float64 // how far the share learned may be from share
+		}{
+			// 8% at 40 a second: left significantly, the test takes the
+			// throttles for congestion, as a quarter of the rate could
+			// not tell, and learns the share.
+			{"8% at 40 a second", demand, func(n int) bool { return n%25 < 2 }, 0.08, 0.04},
+			// 5% at 200 a second: 2 or 3 throttles of the 50 attempts
+			// the test decides on, not significant; the test moves on
+			// to a quarter, where its wait gathers attempts enough to
+			// find the share well above congestion's, learns it and
+			// goes back to half the rate. (Taking the throttles for
+			// congestion at half the rate, as before the test moved on
+			// there, left 9 attempts a second at 40 s.)
+			{"5% at 200 a second", 200, func(n int) bool { return n%20 == 0 }, 0.05, 0.02},
+		} {
+			clock := newManualClock()
+			l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
+			n := 0
+			sent := sendAgainst(l, clock, c.want, 40*time.Second, func(now time.Duration) bool {
+				n++
+				if now < time.Second {
+					return n%4 == 0
+				}
+				return c.throttled(n)
+			})
+			if s := l.Stats(); math.Abs(s.LearnedShare-c.share) > c.slack || float64(sent) < 0.9*c.want*5 {
+				t.Errorf("%s throttled whatever the rate, after a fall at half the rate: learned %.3f, sent %d in the last 5 s (want about %.2f, >= %.0f): %+v",
+					c.name, s.LearnedShare, sent, c.share, 0.9*c.want*5, s)
 			}
-			return n%25 < 2
-		})
-		if s := l.Stats(); math.Abs(s.LearnedShare-0.08) > 0.04 || float64(sent) < 0.9*demand*5 {
-			t.Errorf("8%% throttled whatever the rate, after a fall at half the rate: learned %.3f, sent %d in the last 5 s (want about 0.08, >= %.0f): %+v",
-				s.LearnedShare, sent, 0.9*demand*5, s)
-		}
-	})
-	t.Run("a small share left, not yet significant", func(t *testing.T) {
-		// A client wanting 200 attempts a second, a quarter throttled in
-		// the first second, then 5% whatever the rate. At half the rate
-		// the share falls, significantly, to 2 or 3 throttles of the 50
-		// attempts the test decides on: above what congestion from the
-		// client alone would leave (none), but not significantly, and
-		// within the tolerance. The test moves on to a quarter of the
-		// rate, where its wait gathers attempts enough to find the share
-		// well above congestion's; it learns the share and goes back to
-		// half the rate, and the pacing that follows tolerates it: the
-		// rate grows back to the demand. (Taking the throttles for
-		// congestion at half the rate, as before the test moved on, the
-		// pacing tolerated none, and the 5% cut the rate at every
-		// window that held one: 9 attempts a second at 40 s.)
-		const want = 200.0
-		clock := newManualClock()
-		l := newTestRateLimiter(t, retry.WithClock(clock), retry.WithFailFast(true))
-		n := 0
-		sent := sendAgainst(l, clock, want, 40*time.Second, func(now time.Duration) bool {
-			n++
-			if now < time.Second {
-				return n%4 == 0
-			}
-			return n%20 == 0
-		})
-		if s := l.Stats(); math.Abs(s.LearnedShare-0.05) > 0.02 || float64(sent) < 0.9*want*5 {
-			t.Errorf("5%% throttled whatever the rate, after a fall at half the rate: learned %.3f, sent %d in the last 5 s (want about 0.05, >= %.0f): %+v",
-				s.LearnedShare, sent, 0.9*want*5, s)
 		}
 	})
 	t.Run("both", func(t *testing.T) {

@@ -325,41 +325,18 @@ func TestHotKeyOverSeeds(t *testing.T) {
 // under the race detector.
 func TestRecoveryOverSeeds(t *testing.T) {
 	storm.SkipUnderRace(t)
-	guards := map[string]struct {
-		target     time.Duration
-		within     int // runs back within target, at least
-		withinDips int // the same for each of the dips of 20 to 40 s (the step)
-	}{
-		"step":            {5 * time.Second, 170, 162},
-		"throttled-start": {2 * time.Second, 200, 0},
-	}
 	text := readmeText(t)
 	for _, ls := range storm.LimitScenarios() {
-		g, ok := guards[ls.Name]
-		if !ok {
-			continue
-		}
-		var first20 []float64 // seeds 1-20, in order
-		back, err := recoveries(ls.Scenario, &first20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		within := back.Below(g.target.Seconds() + 1e-9)
-		median, slowest := back.Median(), back[len(back)-1]
-		if testing.Verbose() {
-			fmt.Printf("%s, seeds 1-200: back within %v on %d runs, median %.1f s, slowest %.1f s\n", ls.Name, g.target, within, median, slowest)
-		}
-		if within < g.within {
-			t.Errorf("%s: back within %v on %d runs of 200; want at least %d", ls.Name, g.target, within, g.within)
-		}
-		says := fmt.Sprintf("step is back within 5 s on %d of seeds 1-200 (median %.1f s, at most %.1f s", within, median, slowest)
-		if ls.Name == "throttled-start" {
-			says = fmt.Sprintf("back at full rate at most %.1f s after the service's return (median %.1f s), on every one of them", slowest, median)
-		} else {
-			// The limits table's cell, and the step's own bullet.
-			late := 0
+		switch ls.Name {
+		case "throttled-start":
+			back, _ := recoveryOverSeeds(t, ls, 2*time.Second, 200)
+			holdText(t, text, fmt.Sprintf("back at full rate at most %.1f s after the service's return (median %.1f s), on every one of them",
+				back[len(back)-1], back.Median()))
+		case "step":
+			back, first20 := recoveryOverSeeds(t, ls, 5*time.Second, 170)
+			within, late := back.Below(5+1e-9), 0
 			for _, b := range first20 {
-				if b > g.target.Seconds()+1e-9 {
+				if b > 5+1e-9 {
 					late++
 				}
 			}
@@ -367,38 +344,58 @@ func TestRecoveryOverSeeds(t *testing.T) {
 			if seeds == "" {
 				seeds = fmt.Sprintf("%d seeds", late)
 			}
-			// The same over dips of 20 to 40 s, every 2.5 s.
-			least, most := len(back), 0
-			for dip := 20 * time.Second; dip <= 40*time.Second; dip += 2500 * time.Millisecond {
-				sc := ls.Scenario
-				sc.Incident.End = sc.Incident.Start + dip
-				b, err := recoveries(sc, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				n := b.Below(g.target.Seconds() + 1e-9)
-				least, most = min(least, n), max(most, n)
-				if testing.Verbose() {
-					fmt.Printf("step, a dip of %v, seeds 1-200: back within %v on %d runs, median %.1f s, slowest %.1f s\n", dip, g.target, n, b.Median(), b[len(b)-1])
-				}
-			}
-			if least < g.withinDips {
-				t.Errorf("step, dips of 20 to 40 s: back within %v on as few as %d runs of 200; want at least %d", g.target, least, g.withinDips)
-			}
-			for _, limits := range []string{
+			least, most := stepOverDips(t, ls.Scenario, 162)
+			holdText(t, text,
+				fmt.Sprintf("step is back within 5 s on %d of seeds 1-200 (median %.1f s, at most %.1f s", within, back.Median(), back[len(back)-1]),
 				fmt.Sprintf("over seeds 1-200 on %g%%", 100*float64(len(back)-within)/float64(len(back))),
 				fmt.Sprintf("Seeds 1-20: %s, %s over 5 s", rangeCell(slices.Min(first20), slices.Max(first20), "%.1f", " s"), seeds),
-				fmt.Sprintf("with dips of 20 to 40 s (every 2.5 s) on %d to %d", least, most),
-			} {
-				if !strings.Contains(text, limits) {
-					t.Errorf("README does not say %q", limits)
-				}
-			}
-		}
-		if !strings.Contains(text, says) {
-			t.Errorf("README does not say %q", says)
+				fmt.Sprintf("with dips of 20 to 40 s (every 2.5 s) on %d to %d", least, most))
 		}
 	}
+}
+
+// recoveryOverSeeds runs ls over seeds 1-200, prints with -v how many runs
+// are back at full rate within target, the median and the slowest, and
+// fails t if fewer than within are (the guard). It returns the runs'
+// recoveries, sorted, and seeds 1-20's in order.
+func recoveryOverSeeds(t *testing.T, ls storm.LimitScenario, target time.Duration, within int) (back storm.Sorted, first20 []float64) {
+	t.Helper()
+	back, err := recoveries(ls.Scenario, &first20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := back.Below(target.Seconds() + 1e-9)
+	if testing.Verbose() {
+		fmt.Printf("%s, seeds 1-200: back within %v on %d runs, median %.1f s, slowest %.1f s\n", ls.Name, target, n, back.Median(), back[len(back)-1])
+	}
+	if n < within {
+		t.Errorf("%s: back within %v on %d runs of 200; want at least %d", ls.Name, target, n, within)
+	}
+	return back, first20
+}
+
+// stepOverDips runs the step sc over seeds 1-200 with dips of 20 to 40 s,
+// every 2.5 s, and returns the fewest and the most runs of a dip back
+// within 5 s; it fails t if the fewest are fewer than within (the guard).
+func stepOverDips(t *testing.T, sc storm.Scenario, within int) (least, most int) {
+	t.Helper()
+	least = 200
+	for dip := 20 * time.Second; dip <= 40*time.Second; dip += 2500 * time.Millisecond {
+		sc.Incident.End = sc.Incident.Start + dip
+		b, err := recoveries(sc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := b.Below(5 + 1e-9)
+		least, most = min(least, n), max(most, n)
+		if testing.Verbose() {
+			fmt.Printf("step, a dip of %v, seeds 1-200: back within 5s on %d runs, median %.1f s, slowest %.1f s\n", dip, n, b.Median(), b[len(b)-1])
+		}
+	}
+	if least < within {
+		t.Errorf("step, dips of 20 to 40 s: back within 5 s on as few as %d runs of 200; want at least %d", least, within)
+	}
+	return least, most
 }
 
 // recoveries runs sc in adaptive mode over seeds 1-200 and returns how
