@@ -1221,8 +1221,9 @@ func TestRateLimiterCauseTest(t *testing.T) {
 			slack     float64 // how far the share learned may be from share
 		}{
 			// 8% at 40 a second: left significantly, the test takes the
-			// throttles for congestion, as a quarter of the rate could
-			// not tell, and learns the share.
+			// throttles for congestion, as the share is within the
+			// tolerance (only a share above it moves on to a quarter
+			// then), and learns the share.
 			{"8% at 40 a second", demand, func(n int) bool { return n%25 < 2 }, 0.08, 0.04},
 			// 5% at 200 a second: 2 or 3 throttles of the 50 attempts
 			// the test decides on, not significant; the test moves on
